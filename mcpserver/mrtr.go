@@ -1,0 +1,521 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/mcp-elicit/elicit/elicit"
+	"github.com/mcp-elicit/elicit/jsonrpc"
+	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/reqstate"
+)
+
+// Reply is a handler's answer: a complete result or an *InputRequired.
+type Reply interface{ isReply() }
+
+type toolReply struct{ r *mcp.CallToolResult }
+type promptReply struct{ r *mcp.GetPromptResult }
+type resourceReply struct{ r *mcp.ReadResourceResult }
+
+func (toolReply) isReply()      {}
+func (promptReply) isReply()    {}
+func (resourceReply) isReply()  {}
+func (*InputRequired) isReply() {}
+
+// ToolResult is a complete tools/call result.
+func ToolResult(r *mcp.CallToolResult) Reply { return toolReply{r} }
+
+// Text is a complete tools/call result with one text block.
+func Text(text string) Reply {
+	return toolReply{&mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(text)}}}
+}
+
+// ToolError is a tools/call result with isError set: a failure of the tool
+// (bad values, refused, upstream down), not of the protocol (TOOL-S-02).
+func ToolError(text string) Reply {
+	return toolReply{&mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(text)}, IsError: true}}
+}
+
+// PromptResult is a complete prompts/get result.
+func PromptResult(r *mcp.GetPromptResult) Reply { return promptReply{r} }
+
+// ResourceResult is a complete resources/read result; zero caching hints
+// are filled from Options.ReadCache.
+func ResourceResult(r *mcp.ReadResourceResult) Reply { return resourceReply{r} }
+
+// Input kinds remembered in the sealed state, so that each answer is decoded
+// as the result of the request issued under its key (wire.md §5.3).
+const (
+	kindForm     byte = 1
+	kindURL      byte = 2
+	kindSampling byte = 3
+	kindRoots    byte = 4
+)
+
+type issued struct {
+	kind   byte
+	schema json.RawMessage // form mode only
+	parsed *elicit.Schema
+}
+
+// InputRequired is an interim result: input requests for the client and
+// application state that the library seals into requestState. Build it
+// with Ask. The zero value asks nothing and only carries state ("come back
+// later", MRTR-S-07 is met by the sealed state the library always adds).
+type InputRequired struct {
+	keys     []string
+	requests map[string]mcp.InputRequest
+	issued   map[string]issued
+	state    []byte
+	err      error
+}
+
+// Ask starts an InputRequired.
+func Ask() *InputRequired {
+	return &InputRequired{requests: map[string]mcp.InputRequest{}, issued: map[string]issued{}}
+}
+
+func (a *InputRequired) add(key string, r mcp.InputRequest, is issued) *InputRequired {
+	if a.requests == nil {
+		a.requests, a.issued = map[string]mcp.InputRequest{}, map[string]issued{}
+	}
+	if key == "" || len(key) > 255 {
+		a.err = errors.Join(a.err, fmt.Errorf("input request key %q must be 1 to 255 bytes", key))
+		return a
+	}
+	if _, dup := a.requests[key]; dup {
+		a.err = errors.Join(a.err, fmt.Errorf("input request key %q used twice (MRTR-S-05)", key))
+		return a
+	}
+	a.keys = append(a.keys, key)
+	a.requests[key] = r
+	a.issued[key] = is
+	return a
+}
+
+// ElicitForm asks the user to fill a flat form (form mode). The schema must
+// pass elicit.ParseSchema: primitives only, and nothing that looks like a
+// secret (ELI-S-01); otherwise the handler's reply fails with -32603 and
+// the reason is logged.
+func (a *InputRequired) ElicitForm(key, message string, requestedSchema json.RawMessage) *InputRequired {
+	parsed, err := elicit.ParseSchema(requestedSchema)
+	if err != nil {
+		a.err = errors.Join(a.err, fmt.Errorf("input %q: %w", key, err))
+	}
+	if message == "" {
+		a.err = errors.Join(a.err, fmt.Errorf("input %q: message is required (ELI-S-03)", key))
+	}
+	return a.add(key, mcp.InputRequest{Method: mcp.MethodElicitationCreate,
+		Params: &mcp.ElicitRequestParams{Mode: mcp.ElicitationModeForm, Message: message, RequestedSchema: requestedSchema}},
+		issued{kind: kindForm, schema: requestedSchema, parsed: parsed})
+}
+
+// ElicitURL asks the user to open url, the server's own page, for an
+// interaction that must not pass through the client (URL mode). The URL
+// must pass elicit.CheckURL. On the retry, accept means only that the user
+// consented to open it (ELI-RA-01); the handler learns completion from its
+// own store.
+func (a *InputRequired) ElicitURL(key, message, url string) *InputRequired {
+	if err := elicit.CheckURL(url); err != nil {
+		a.err = errors.Join(a.err, fmt.Errorf("input %q: %w", key, err))
+	}
+	if message == "" {
+		a.err = errors.Join(a.err, fmt.Errorf("input %q: message is required (ELI-S-03)", key))
+	}
+	return a.add(key, mcp.InputRequest{Method: mcp.MethodElicitationCreate,
+		Params: &mcp.ElicitRequestParams{Mode: mcp.ElicitationModeURL, Message: message, URL: url}},
+		issued{kind: kindURL})
+}
+
+// Sample asks for a model completion (sampling/createMessage; deprecated
+// feature, SAMP-01). MaxTokens must be positive.
+func (a *InputRequired) Sample(key string, p *mcp.CreateMessageRequestParams) *InputRequired {
+	if p == nil || p.MaxTokens <= 0 || len(p.Messages) == 0 {
+		a.err = errors.Join(a.err, fmt.Errorf("input %q: sampling needs messages and maxTokens > 0", key))
+	}
+	return a.add(key, mcp.InputRequest{Method: mcp.MethodSamplingCreate, Params: p}, issued{kind: kindSampling})
+}
+
+// ListRoots asks for the client's roots (roots/list; deprecated feature).
+func (a *InputRequired) ListRoots(key string) *InputRequired {
+	return a.add(key, mcp.InputRequest{Method: mcp.MethodRootsList, Params: struct{}{}}, issued{kind: kindRoots})
+}
+
+// WithState attaches application state; it is sealed (encrypted and bound
+// to this user, request and expiry) and handed back as Request.State on
+// the retry.
+func (a *InputRequired) WithState(state []byte) *InputRequired {
+	a.state = state
+	return a
+}
+
+// requiredCapabilities returns what the requests need that caps lacks.
+func (a *InputRequired) requiredCapabilities(caps *mcp.ClientCapabilities) (mcp.ClientCapabilities, bool) {
+	var need mcp.ClientCapabilities
+	missing := false
+	for _, k := range a.keys {
+		switch a.issued[k].kind {
+		case kindForm:
+			if !caps.ElicitationForm() {
+				if need.Elicitation == nil {
+					need.Elicitation = &mcp.ElicitationCapability{}
+				}
+				need.Elicitation.Form, missing = &mcp.Empty{}, true
+			}
+		case kindURL:
+			if !caps.ElicitationURL() {
+				if need.Elicitation == nil {
+					need.Elicitation = &mcp.ElicitationCapability{}
+				}
+				need.Elicitation.URL, missing = &mcp.Empty{}, true
+			}
+		case kindSampling:
+			if !caps.HasSampling() {
+				need.Sampling, missing = &mcp.SamplingCapability{}, true
+			}
+		case kindRoots:
+			if !caps.HasRoots() {
+				need.Roots, missing = &mcp.RootsCapability{}, true
+			}
+		}
+	}
+	return need, missing
+}
+
+// MissingCapability returns the -32021 error naming what the request
+// needs (CAP-S-03). The HTTP binding answers it with status 400.
+func MissingCapability(need mcp.ClientCapabilities, message string) *jsonrpc.Error {
+	if message == "" {
+		message = "Missing required client capability"
+	}
+	return &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapability, Message: message,
+		Data: mcp.MissingCapabilityData{RequiredCapabilities: need}}
+}
+
+// errInvalidState is the single message a client sees for any bad requestState.
+var errInvalidState = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: reqstate.ErrInvalid.Error()}
+
+// Request is one tools/call, prompts/get or resources/read as a handler sees it.
+type Request struct {
+	// Method is the MCP method; Name the tool or prompt name, or the resource URI.
+	Method, Name string
+	// Principal is the authenticated user ("" without authentication).
+	Principal string
+	// Meta is the request's _meta; capabilities are per request (META-S-02).
+	Meta *mcp.RequestMeta
+	// Arguments is the raw arguments object (nil when absent).
+	Arguments json.RawMessage
+	// TemplateVars holds the variables of a matched resource template.
+	TemplateVars map[string]string
+	// Round is 0 on a first call and n on the retry after the n-th interim result.
+	Round int
+	// OperationID identifies the logical operation across rounds (hex, 32
+	// characters); a fresh one is made on the first call.
+	OperationID string
+	// State is the application state of the previous round (nil on a first call).
+	State []byte
+
+	opID      [16]byte
+	responses map[string]json.RawMessage
+	issued    map[string]issued
+	notify    Notifier
+}
+
+// Capabilities returns the client capabilities declared on this request.
+func (r *Request) Capabilities() *mcp.ClientCapabilities { return &r.Meta.ClientCapabilities }
+
+// Require returns nil when the request declared need, else the -32021 error
+// to return from the handler before doing anything (CAP-S-03).
+func (r *Request) Require(need mcp.ClientCapabilities) error {
+	c := r.Capabilities()
+	var missing mcp.ClientCapabilities
+	lack := false
+	if e := need.Elicitation; e != nil {
+		m := &mcp.ElicitationCapability{}
+		if (e.Form != nil || e.URL == nil) && !c.ElicitationForm() {
+			m.Form, lack = &mcp.Empty{}, true
+		}
+		if e.URL != nil && !c.ElicitationURL() {
+			m.URL, lack = &mcp.Empty{}, true
+		}
+		if m.Form != nil || m.URL != nil {
+			missing.Elicitation = m
+		}
+	}
+	if need.Sampling != nil && !c.HasSampling() {
+		missing.Sampling, lack = &mcp.SamplingCapability{}, true
+	}
+	if need.Roots != nil && !c.HasRoots() {
+		missing.Roots, lack = &mcp.RootsCapability{}, true
+	}
+	if !lack {
+		return nil
+	}
+	return MissingCapability(missing, "")
+}
+
+// Elicitation returns the answer to the elicitation issued under key in
+// the previous round. Answers are only read on a retry whose sealed state
+// shows that this key was asked, so an answer the server never asked for
+// reads as Missing (MRTR-S-13); a form answer is validated against the
+// schema that was asked (ELI-S-07) and reads as Invalid when it does not fit.
+func (r *Request) Elicitation(key string) elicit.Answer {
+	is, ok := r.issued[key]
+	if !ok || (is.kind != kindForm && is.kind != kindURL) {
+		return elicit.Answer{Outcome: elicit.Missing}
+	}
+	if is.kind == kindForm && is.parsed == nil {
+		is.parsed, _ = elicit.ParseSchema(is.schema)
+		r.issued[key] = is
+	}
+	return elicit.DecodeAnswer(r.responses[key], is.parsed)
+}
+
+// Sampling returns the answer to the sampling request issued under key,
+// and whether there is a well-formed one.
+func (r *Request) Sampling(key string) (*mcp.CreateMessageResult, bool) {
+	if is, ok := r.issued[key]; !ok || is.kind != kindSampling {
+		return nil, false
+	}
+	var res mcp.CreateMessageResult
+	if err := json.Unmarshal(r.responses[key], &res); err != nil || res.Role == "" || len(res.Content) == 0 {
+		return nil, false
+	}
+	return &res, true
+}
+
+// Roots returns the answer to the roots request issued under key, and
+// whether there is a well-formed one.
+func (r *Request) Roots(key string) (*mcp.ListRootsResult, bool) {
+	if is, ok := r.issued[key]; !ok || is.kind != kindRoots {
+		return nil, false
+	}
+	var res mcp.ListRootsResult
+	if err := json.Unmarshal(r.responses[key], &res); err != nil || res.Roots == nil {
+		return nil, false
+	}
+	return &res, true
+}
+
+// Progress sends notifications/progress when the request carried a
+// progressToken; otherwise it does nothing. On HTTP the first call switches
+// the response to an SSE stream.
+func (r *Request) Progress(progress, total float64, message string) error {
+	if r.notify == nil || r.Meta.ProgressToken == nil {
+		return nil
+	}
+	return r.notify(&jsonrpc.Notification{Method: mcp.NotificationProgress,
+		Params: &mcp.ProgressParams{ProgressToken: r.Meta.ProgressToken, Progress: progress, Total: total, Message: message}})
+}
+
+var logLevels = map[string]int{"debug": 0, "info": 1, "notice": 2, "warning": 3, "error": 4, "critical": 5, "alert": 6, "emergency": 7}
+
+// Log sends notifications/message at level when the request asked for
+// logging at that level or below with _meta logLevel; without it nothing is
+// sent (META-S-04).
+func (r *Request) Log(level string, data any) error {
+	want, ok := logLevels[r.Meta.LogLevel]
+	got, ok2 := logLevels[level]
+	if r.notify == nil || !ok || !ok2 || got < want {
+		return nil
+	}
+	return r.notify(&jsonrpc.Notification{Method: mcp.NotificationMessage, Params: map[string]any{"level": level, "data": data}})
+}
+
+// BindArguments decodes the arguments into v (absent arguments decode as {}).
+// A mismatch is a -32602 error to return as is.
+func (r *Request) BindArguments(v any) error {
+	raw := r.Arguments
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: arguments: %s", jsonProblem(err))
+	}
+	return nil
+}
+
+func (s *Server) serveMRTR(ctx context.Context, in *Incoming, principal string, notify Notifier, h Handler, vars map[string]string) (any, error) {
+	digest, err := reqstate.DigestArguments(in.Arguments)
+	if err != nil {
+		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: arguments are not valid JSON")
+	}
+	binding := reqstate.Binding{Principal: principal, Method: in.Method, Name: in.Name, ArgsDigest: digest}
+	req := &Request{Method: in.Method, Name: in.Name, Principal: principal, Meta: in.Meta, Arguments: in.Arguments,
+		TemplateVars: vars, notify: notify}
+	if in.RequestState != nil {
+		claims, err := s.sealer.Open(*in.RequestState, binding)
+		if err != nil {
+			var re *reqstate.Error
+			reason := "unknown"
+			if errors.As(err, &re) {
+				reason = string(re.Reason)
+			}
+			s.log.Warn("mcpserver: requestState refused", "reason", reason, "method", in.Method, "name", in.Name, "principal", principal)
+			return nil, errInvalidState
+		}
+		if int(claims.Round) >= s.maxRounds {
+			s.log.Warn("mcpserver: too many rounds", "method", in.Method, "name", in.Name, "round", claims.Round)
+			return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Too many rounds for one request")
+		}
+		iss, state, ok := decodePayload(claims.Payload)
+		if !ok {
+			s.log.Error("mcpserver: unreadable sealed payload", "method", in.Method, "name", in.Name)
+			return nil, errInvalidState
+		}
+		req.Round, req.opID, req.State, req.issued = int(claims.Round), claims.OperationID, state, iss
+		req.responses = in.InputResponses
+	} else {
+		req.opID = newOperationID()
+	}
+	req.OperationID = hex.EncodeToString(req.opID[:])
+	reply, err := h(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	switch r := reply.(type) {
+	case *InputRequired:
+		return s.inputRequired(in, req, binding, r)
+	case toolReply:
+		if in.Method != mcp.MethodToolsCall || r.r == nil {
+			break
+		}
+		res := *r.r
+		res.ResultType = mcp.ResultTypeComplete
+		if res.Content == nil {
+			res.Content = []mcp.Content{}
+		}
+		res.Meta = mergeMeta(res.Meta, s.serverMeta())
+		return &res, nil
+	case promptReply:
+		if in.Method != mcp.MethodPromptsGet || r.r == nil {
+			break
+		}
+		res := *r.r
+		res.ResultType = mcp.ResultTypeComplete
+		if res.Messages == nil {
+			res.Messages = []mcp.PromptMessage{}
+		}
+		res.Meta = mergeMeta(res.Meta, s.serverMeta())
+		return &res, nil
+	case resourceReply:
+		if in.Method != mcp.MethodResourcesRead || r.r == nil {
+			break
+		}
+		res := *r.r
+		res.ResultType = mcp.ResultTypeComplete
+		if res.CacheScope == "" {
+			res.TTLMs, res.CacheScope = ttlMs(s.opts.ReadCache.TTL), s.opts.ReadCache.Scope
+		}
+		if in.RequestState != nil || in.InputResponses != nil {
+			// MRTR-C-09: results of retries must not be cached.
+			res.TTLMs, res.CacheScope = 0, mcp.CacheScopePrivate
+		}
+		if res.Contents == nil {
+			res.Contents = []mcp.ResourceContents{}
+		}
+		res.Meta = mergeMeta(res.Meta, s.serverMeta())
+		return &res, nil
+	}
+	return nil, fmt.Errorf("handler for %s %q returned %T, which does not answer this method", in.Method, in.Name, reply)
+}
+
+func mergeMeta(m, server mcp.ResultMeta) mcp.ResultMeta {
+	if m == nil {
+		return server
+	}
+	out := make(mcp.ResultMeta, len(m)+len(server))
+	for k, v := range server {
+		out[k] = v
+	}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func (s *Server) inputRequired(in *Incoming, req *Request, binding reqstate.Binding, a *InputRequired) (any, error) {
+	if a.err != nil {
+		return nil, fmt.Errorf("invalid input requests: %w", a.err)
+	}
+	// MRTR-S-08 / CAP-S-01: never ask for what this request did not declare.
+	if need, missing := a.requiredCapabilities(req.Capabilities()); missing {
+		return nil, MissingCapability(need, "This request needs a client capability it did not declare")
+	}
+	payload := encodePayload(a)
+	tok, err := s.sealer.Seal(&reqstate.Claims{Binding: binding, OperationID: req.opID, Round: uint32(req.Round + 1), Payload: payload})
+	if err != nil {
+		return nil, fmt.Errorf("sealing requestState: %w", err)
+	}
+	res := &mcp.InputRequiredResult{ResultType: mcp.ResultTypeInputRequired, RequestState: tok, Meta: s.serverMeta()}
+	if len(a.requests) > 0 {
+		res.InputRequests = a.requests
+	}
+	return res, nil
+}
+
+// Payload layout: uvarint(n) then n × (uvarint(len key) key kind
+// [uvarint(len schema) schema]) then the application state.
+func encodePayload(a *InputRequired) []byte {
+	keys := append([]string(nil), a.keys...)
+	sort.Strings(keys)
+	n := 1 + len(a.state)
+	for _, k := range keys {
+		n += 2 + len(k) + 1 + len(a.issued[k].schema) + 2
+	}
+	b := make([]byte, 0, n)
+	b = binary.AppendUvarint(b, uint64(len(keys)))
+	for _, k := range keys {
+		is := a.issued[k]
+		b = binary.AppendUvarint(b, uint64(len(k)))
+		b = append(b, k...)
+		b = append(b, is.kind)
+		if is.kind == kindForm {
+			b = binary.AppendUvarint(b, uint64(len(is.schema)))
+			b = append(b, is.schema...)
+		}
+	}
+	return append(b, a.state...)
+}
+
+func decodePayload(b []byte) (map[string]issued, []byte, bool) {
+	readBytes := func() ([]byte, bool) {
+		l, n := binary.Uvarint(b)
+		if n <= 0 || uint64(len(b)-n) < l {
+			return nil, false
+		}
+		v := b[n : n+int(l)]
+		b = b[n+int(l):]
+		return v, true
+	}
+	count, n := binary.Uvarint(b)
+	if n <= 0 || count > 1024 {
+		return nil, nil, false
+	}
+	b = b[n:]
+	iss := make(map[string]issued, count)
+	for i := uint64(0); i < count; i++ {
+		k, ok := readBytes()
+		if !ok || len(b) < 1 {
+			return nil, nil, false
+		}
+		is := issued{kind: b[0]}
+		b = b[1:]
+		if is.kind == kindForm {
+			if is.schema, ok = readBytes(); !ok {
+				return nil, nil, false
+			}
+		}
+		iss[string(k)] = is
+	}
+	var state []byte
+	if len(b) > 0 {
+		state = b
+	}
+	return iss, state, true
+}

@@ -1,0 +1,642 @@
+// Package mcpserver is an MCP 2026-07-28 server: a registry of tools,
+// prompts and resources, server/discover, request dispatch, and the multi
+// round-trip (MRTR) API for handlers, with requestState sealing, the client
+// capability gate (-32021) and answer validation done by the library.
+//
+// The server is transport-neutral and stateless: nothing is kept in memory
+// between rounds. The streamhttp package serves it over Streamable HTTP.
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-elicit/elicit/jsonrpc"
+	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/reqstate"
+)
+
+// Options configure a Server. A nil *Options means the defaults.
+type Options struct {
+	// Instructions are sent in server/discover.
+	Instructions string
+	// Sealer seals requestState. Nil means a fresh random key for this
+	// process only (fine for one instance; several instances must share keys).
+	Sealer *reqstate.Sealer
+	// Logger receives the real reasons of refused requestState and handler
+	// failures. Nil means slog.Default().
+	Logger *slog.Logger
+	// SupportedVersions lists served protocol versions; nil means {"2026-07-28"}.
+	SupportedVersions []string
+	// ListCache is the caching hint on discover and list results; the zero
+	// value means 5 minutes, "private".
+	ListCache CacheHint
+	// ReadCache is the default caching hint on resources/read; the zero value
+	// means ttlMs 0, "private".
+	ReadCache CacheHint
+	// MaxRounds caps the rounds of one MRTR operation; 0 means 32. A retry
+	// past it is refused with -32602.
+	MaxRounds int
+}
+
+// CacheHint is the ttlMs / cacheScope pair of cacheable results
+// (server/utilities/caching.mdx).
+type CacheHint struct {
+	TTL   time.Duration
+	Scope string // mcp.CacheScopePublic or mcp.CacheScopePrivate
+}
+
+// Handler answers one tools/call, prompts/get or resources/read. It
+// returns a complete result (Text, ToolResult, PromptResult, ResourceResult…)
+// or an *InputRequired built with Ask. A returned *jsonrpc.Error goes to
+// the client as is; any other error becomes -32603 and is logged.
+type Handler func(ctx context.Context, req *Request) (Reply, error)
+
+// Server is an MCP server. Register everything before serving; it is then
+// safe for concurrent use.
+type Server struct {
+	info      mcp.Implementation
+	opts      Options
+	sealer    *reqstate.Sealer
+	log       *slog.Logger
+	versions  []string
+	maxRounds int
+
+	mu        sync.RWMutex
+	tools     []*toolEntry
+	toolIndex map[string]*toolEntry
+	prompts   []*promptEntry
+	promptIdx map[string]*promptEntry
+	resources []*resourceEntry
+	resIdx    map[string]*resourceEntry
+	templates []*templateEntry
+	complete  CompletionHandler
+
+	// cached encodings of the list results, built on first use.
+	listOnce sync.Once
+	lists    map[string]json.RawMessage
+}
+
+type toolEntry struct {
+	tool    *mcp.Tool
+	handler Handler
+	headers []HeaderParam
+}
+
+type promptEntry struct {
+	prompt  *mcp.Prompt
+	handler Handler
+}
+
+type resourceEntry struct {
+	res     *mcp.Resource
+	handler Handler
+}
+
+type templateEntry struct {
+	tmpl    *mcp.ResourceTemplate
+	handler Handler
+}
+
+// CompletionHandler answers completion/complete: ref is the raw "ref"
+// object, argName/argValue the argument being completed. At most 100 values
+// are sent.
+type CompletionHandler func(ctx context.Context, ref json.RawMessage, argName, argValue string) ([]string, error)
+
+// New returns a server that identifies itself as info.
+func New(info mcp.Implementation, opts *Options) *Server {
+	s := &Server{info: info, toolIndex: map[string]*toolEntry{}, promptIdx: map[string]*promptEntry{}, resIdx: map[string]*resourceEntry{}}
+	if opts != nil {
+		s.opts = *opts
+	}
+	s.log = s.opts.Logger
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.sealer = s.opts.Sealer
+	if s.sealer == nil {
+		s.sealer, _ = reqstate.New([]reqstate.Key{reqstate.NewKey("ephemeral")}, nil)
+	}
+	s.versions = s.opts.SupportedVersions
+	if len(s.versions) == 0 {
+		s.versions = []string{mcp.ProtocolVersion}
+	}
+	if s.opts.ListCache.Scope == "" {
+		s.opts.ListCache = CacheHint{TTL: 5 * time.Minute, Scope: mcp.CacheScopePrivate}
+	}
+	if s.opts.ReadCache.Scope == "" {
+		s.opts.ReadCache.Scope = mcp.CacheScopePrivate
+	}
+	s.maxRounds = s.opts.MaxRounds
+	if s.maxRounds <= 0 {
+		s.maxRounds = 32
+	}
+	return s
+}
+
+// Info returns the server's identity.
+func (s *Server) Info() mcp.Implementation { return s.info }
+
+// SupportedVersions returns the protocol versions served.
+func (s *Server) SupportedVersions() []string { return s.versions }
+
+// AddTool registers a tool. It panics if the name is not 1–64 characters of
+// [A-Za-z0-9_./-], is already registered, the input schema is not a JSON
+// object with "type":"object", or an x-mcp-header annotation breaks the
+// rules of server/tools.mdx §x-mcp-header (HTTP-S-19): these are
+// programming errors. A nil InputSchema means {"type":"object"}.
+func (s *Server) AddTool(t *mcp.Tool, h Handler) {
+	if !validToolName(t.Name) {
+		panic(fmt.Sprintf("mcpserver: invalid tool name %q", t.Name))
+	}
+	if len(t.InputSchema) == 0 {
+		t.InputSchema = json.RawMessage(`{"type":"object"}`)
+	}
+	headers, err := parseHeaderParams(t.InputSchema)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: tool %q: %v", t.Name, err))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.toolIndex[t.Name]; dup {
+		panic(fmt.Sprintf("mcpserver: tool %q registered twice", t.Name))
+	}
+	e := &toolEntry{tool: t, handler: h, headers: headers}
+	s.tools = append(s.tools, e)
+	s.toolIndex[t.Name] = e
+}
+
+// AddPrompt registers a prompt; it panics on a repeated name.
+func (s *Server) AddPrompt(p *mcp.Prompt, h Handler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.promptIdx[p.Name]; dup || p.Name == "" {
+		panic(fmt.Sprintf("mcpserver: prompt %q empty or registered twice", p.Name))
+	}
+	e := &promptEntry{prompt: p, handler: h}
+	s.prompts = append(s.prompts, e)
+	s.promptIdx[p.Name] = e
+}
+
+// AddResource registers a resource with a fixed URI; it panics on a repeated URI.
+func (s *Server) AddResource(r *mcp.Resource, h Handler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.resIdx[r.URI]; dup || r.URI == "" {
+		panic(fmt.Sprintf("mcpserver: resource %q empty or registered twice", r.URI))
+	}
+	e := &resourceEntry{res: r, handler: h}
+	s.resources = append(s.resources, e)
+	s.resIdx[r.URI] = e
+}
+
+// AddResourceTemplate registers a URI template of RFC 6570 level 1
+// ("test://template/{id}/data"); variables match one or more characters
+// other than "/" and reach the handler through Request.TemplateVars.
+func (s *Server) AddResourceTemplate(t *mcp.ResourceTemplate, h Handler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.templates = append(s.templates, &templateEntry{tmpl: t, handler: h})
+}
+
+// SetCompletionHandler sets the completion/complete handler and advertises
+// the completions capability.
+func (s *Server) SetCompletionHandler(h CompletionHandler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.complete = h
+}
+
+// ToolHeaderParams returns the x-mcp-header parameters of a tool, for the
+// HTTP binding's Mcp-Param-* checks, and whether the tool exists.
+func (s *Server) ToolHeaderParams(name string) ([]HeaderParam, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e, ok := s.toolIndex[name]
+	if !ok {
+		return nil, false
+	}
+	return e.headers, true
+}
+
+func validToolName(n string) bool {
+	if len(n) == 0 || len(n) > 64 {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '/' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Capabilities returns what server/discover advertises: tools, prompts,
+// resources and completions when something of that kind is registered.
+func (s *Server) Capabilities() mcp.ServerCapabilities {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var c mcp.ServerCapabilities
+	if len(s.tools) > 0 {
+		c.Tools = &mcp.ListChangedCapability{}
+	}
+	if len(s.prompts) > 0 {
+		c.Prompts = &mcp.ListChangedCapability{}
+	}
+	if len(s.resources) > 0 || len(s.templates) > 0 {
+		c.Resources = &mcp.ResourcesCapability{}
+	}
+	if s.complete != nil {
+		c.Completions = &mcp.Empty{}
+	}
+	return c
+}
+
+// Known reports whether method is served: server/discover always; the
+// list/get/call/read methods only when their capability is advertised
+// (basic/index.mdx: -32601 for a method gated by an unadvertised capability).
+func (s *Server) Known(method string) bool {
+	c := s.Capabilities()
+	switch method {
+	case mcp.MethodDiscover:
+		return true
+	case mcp.MethodToolsList, mcp.MethodToolsCall:
+		return c.Tools != nil
+	case mcp.MethodPromptsList, mcp.MethodPromptsGet:
+		return c.Prompts != nil
+	case mcp.MethodResourcesList, mcp.MethodResourcesRead, mcp.MethodResourceTemplatesList:
+		return c.Resources != nil
+	case mcp.MethodCompletionComplete:
+		return c.Completions != nil
+	}
+	return false
+}
+
+// CheckVersion returns nil when v is served, else -32022 with
+// data {supported, requested} (VER-S-02).
+func (s *Server) CheckVersion(v string) *jsonrpc.Error {
+	for _, sv := range s.versions {
+		if v == sv {
+			return nil
+		}
+	}
+	return &jsonrpc.Error{Code: mcp.CodeUnsupportedProtocolVersion, Message: "Unsupported protocol version",
+		Data: mcp.UnsupportedVersionData{Supported: s.versions, Requested: v}}
+}
+
+// Incoming is a parsed request, ready for the transport's checks and for Serve.
+type Incoming struct {
+	ID     jsonrpc.ID
+	Method string
+	Meta   *mcp.RequestMeta
+	// Name is params.name (tools/call, prompts/get) or params.uri (resources/read).
+	Name           string
+	Arguments      json.RawMessage
+	InputResponses map[string]json.RawMessage
+	// RequestState is nil when absent.
+	RequestState *string
+	params       *rawParams
+}
+
+type rawParams struct {
+	Meta           json.RawMessage            `json:"_meta"`
+	Name           *string                    `json:"name"`
+	URI            *string                    `json:"uri"`
+	Arguments      json.RawMessage            `json:"arguments"`
+	InputResponses map[string]json.RawMessage `json:"inputResponses"`
+	RequestState   *string                    `json:"requestState"`
+	Cursor         *string                    `json:"cursor"`
+	Ref            json.RawMessage            `json:"ref"`
+	Argument       *struct {
+		Name  string `json:"name"`
+		Value string `json:"value"`
+	} `json:"argument"`
+}
+
+type rawMeta struct {
+	ProtocolVersion    *string             `json:"io.modelcontextprotocol/protocolVersion"`
+	ClientCapabilities json.RawMessage     `json:"io.modelcontextprotocol/clientCapabilities"`
+	ClientInfo         *mcp.Implementation `json:"io.modelcontextprotocol/clientInfo"`
+	LogLevel           string              `json:"io.modelcontextprotocol/logLevel"`
+	ProgressToken      json.RawMessage     `json:"progressToken"`
+}
+
+// Parse decodes the params of req. It fails with -32602 (HTTP 400) when
+// _meta or one of its required keys is missing or malformed (META-S-01), or
+// when the params do not fit the method (missing name/uri, arguments not an
+// object, inputResponses on a method that takes none).
+func Parse(req *jsonrpc.Request) (*Incoming, *jsonrpc.Error) {
+	in := &Incoming{ID: req.ID, Method: req.Method}
+	var p rawParams
+	if len(req.Params) > 0 {
+		if err := json.Unmarshal(req.Params, &p); err != nil {
+			return in, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: %s", jsonProblem(err))
+		}
+	}
+	if len(p.Meta) == 0 || string(p.Meta) == "null" {
+		return in, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: _meta is required")
+	}
+	var m rawMeta
+	if err := json.Unmarshal(p.Meta, &m); err != nil {
+		return in, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: _meta: %s", jsonProblem(err))
+	}
+	if m.ProtocolVersion == nil {
+		return in, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: _meta is missing %s", mcp.MetaProtocolVersion)
+	}
+	if len(m.ClientCapabilities) == 0 || m.ClientCapabilities[0] != '{' {
+		return in, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: _meta is missing %s (an object)", mcp.MetaClientCapabilities)
+	}
+	meta := &mcp.RequestMeta{ProtocolVersion: *m.ProtocolVersion, ClientInfo: m.ClientInfo, LogLevel: m.LogLevel}
+	if err := json.Unmarshal(m.ClientCapabilities, &meta.ClientCapabilities); err != nil {
+		return in, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: %s: %s", mcp.MetaClientCapabilities, jsonProblem(err))
+	}
+	if t := m.ProgressToken; len(t) > 0 && string(t) != "null" {
+		if t[0] != '"' && (t[0] < '0' || t[0] > '9') && t[0] != '-' {
+			return in, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: progressToken must be a string or number")
+		}
+		meta.ProgressToken = t
+	}
+	in.Meta = meta
+	in.params = &p
+	switch req.Method {
+	case mcp.MethodToolsCall, mcp.MethodPromptsGet:
+		if p.Name == nil || *p.Name == "" {
+			return in, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: name is required")
+		}
+		in.Name = *p.Name
+	case mcp.MethodResourcesRead:
+		if p.URI == nil || *p.URI == "" {
+			return in, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: uri is required")
+		}
+		in.Name = *p.URI
+	default:
+		if p.InputResponses != nil || p.RequestState != nil {
+			return in, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: %s does not take inputResponses or requestState", req.Method)
+		}
+	}
+	if a := p.Arguments; len(a) > 0 && string(a) != "null" && a[0] != '{' {
+		return in, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: arguments must be an object")
+	}
+	in.Arguments = p.Arguments
+	in.InputResponses = p.InputResponses
+	in.RequestState = p.RequestState
+	return in, nil
+}
+
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("%s has the wrong type", te.Field)
+	}
+	return "malformed JSON"
+}
+
+// Notifier sends one notification on the response stream of the request
+// being served. The transport supplies it; nil means notifications are dropped.
+type Notifier func(n *jsonrpc.Notification) error
+
+// Serve answers one parsed request whose transport-level checks passed. It
+// never panics: a handler panic becomes -32603. Every result carries
+// resultType and the server's identity in _meta (MRTR-S-15, META-S-03).
+func (s *Server) Serve(ctx context.Context, in *Incoming, principal string, notify Notifier) (resp *jsonrpc.Response) {
+	resp = &jsonrpc.Response{ID: in.ID}
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("mcpserver: panic serving request", "method", in.Method, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			resp.Result = nil
+			resp.Error = jsonrpc.NewError(jsonrpc.CodeInternalError, "Internal error")
+		}
+	}()
+	result, err := s.dispatch(ctx, in, principal, notify)
+	if err != nil {
+		resp.Error = s.wireError(in, err)
+		return resp
+	}
+	resp.Result = result
+	return resp
+}
+
+func (s *Server) wireError(in *Incoming, err error) *jsonrpc.Error {
+	var je *jsonrpc.Error
+	if errors.As(err, &je) {
+		return je
+	}
+	if errors.Is(err, context.Canceled) {
+		return jsonrpc.NewError(jsonrpc.CodeInternalError, "Request cancelled")
+	}
+	s.log.Error("mcpserver: handler failed", "method", in.Method, "name", in.Name, "err", err)
+	return jsonrpc.NewError(jsonrpc.CodeInternalError, "Internal error")
+}
+
+func (s *Server) serverMeta() mcp.ResultMeta {
+	return mcp.ResultMeta{mcp.MetaServerInfo: s.info}
+}
+
+func ttlMs(d time.Duration) int64 { return d.Milliseconds() }
+
+func (s *Server) dispatch(ctx context.Context, in *Incoming, principal string, notify Notifier) (any, error) {
+	if !s.Known(in.Method) {
+		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: %s", in.Method)
+	}
+	lc := s.opts.ListCache
+	switch in.Method {
+	case mcp.MethodDiscover:
+		return &mcp.DiscoverResult{ResultType: mcp.ResultTypeComplete, SupportedVersions: s.versions,
+			Capabilities: s.Capabilities(), Instructions: s.opts.Instructions,
+			TTLMs: ttlMs(lc.TTL), CacheScope: lc.Scope, Meta: s.serverMeta()}, nil
+	case mcp.MethodToolsList:
+		if err := checkCursor(in); err != nil {
+			return nil, err
+		}
+		s.mu.RLock()
+		tools := make([]*mcp.Tool, len(s.tools))
+		for i, e := range s.tools {
+			tools[i] = e.tool
+		}
+		s.mu.RUnlock()
+		return &mcp.ListToolsResult{ResultType: mcp.ResultTypeComplete, Tools: tools, TTLMs: ttlMs(lc.TTL), CacheScope: lc.Scope, Meta: s.serverMeta()}, nil
+	case mcp.MethodPromptsList:
+		if err := checkCursor(in); err != nil {
+			return nil, err
+		}
+		s.mu.RLock()
+		prompts := make([]*mcp.Prompt, len(s.prompts))
+		for i, e := range s.prompts {
+			prompts[i] = e.prompt
+		}
+		s.mu.RUnlock()
+		return &mcp.ListPromptsResult{ResultType: mcp.ResultTypeComplete, Prompts: prompts, TTLMs: ttlMs(lc.TTL), CacheScope: lc.Scope, Meta: s.serverMeta()}, nil
+	case mcp.MethodResourcesList:
+		if err := checkCursor(in); err != nil {
+			return nil, err
+		}
+		s.mu.RLock()
+		res := make([]*mcp.Resource, len(s.resources))
+		for i, e := range s.resources {
+			res[i] = e.res
+		}
+		s.mu.RUnlock()
+		return &mcp.ListResourcesResult{ResultType: mcp.ResultTypeComplete, Resources: res, TTLMs: ttlMs(lc.TTL), CacheScope: lc.Scope, Meta: s.serverMeta()}, nil
+	case mcp.MethodResourceTemplatesList:
+		if err := checkCursor(in); err != nil {
+			return nil, err
+		}
+		s.mu.RLock()
+		ts := make([]*mcp.ResourceTemplate, len(s.templates))
+		for i, e := range s.templates {
+			ts[i] = e.tmpl
+		}
+		s.mu.RUnlock()
+		return &mcp.ListResourceTemplatesResult{ResultType: mcp.ResultTypeComplete, ResourceTemplates: ts, TTLMs: ttlMs(lc.TTL), CacheScope: lc.Scope, Meta: s.serverMeta()}, nil
+	case mcp.MethodCompletionComplete:
+		return s.serveComplete(ctx, in)
+	case mcp.MethodToolsCall:
+		s.mu.RLock()
+		e := s.toolIndex[in.Name]
+		s.mu.RUnlock()
+		if e == nil {
+			return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Unknown tool: %s", in.Name)
+		}
+		return s.serveMRTR(ctx, in, principal, notify, e.handler, nil)
+	case mcp.MethodPromptsGet:
+		s.mu.RLock()
+		e := s.promptIdx[in.Name]
+		s.mu.RUnlock()
+		if e == nil {
+			return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Unknown prompt: %s", in.Name)
+		}
+		if err := checkPromptArgs(e.prompt, in.Arguments); err != nil {
+			return nil, err
+		}
+		return s.serveMRTR(ctx, in, principal, notify, e.handler, nil)
+	case mcp.MethodResourcesRead:
+		h, vars := s.findResource(in.Name)
+		if h == nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Resource not found", Data: map[string]string{"uri": in.Name}}
+		}
+		return s.serveMRTR(ctx, in, principal, notify, h, vars)
+	}
+	return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: %s", in.Method)
+}
+
+func checkCursor(in *Incoming) error {
+	if c := in.params.Cursor; c != nil && *c != "" {
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: unknown cursor")
+	}
+	return nil
+}
+
+func checkPromptArgs(p *mcp.Prompt, raw json.RawMessage) error {
+	args := map[string]any{}
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &args); err != nil {
+			return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: prompt arguments must be an object of strings")
+		}
+	}
+	for k, v := range args {
+		if _, ok := v.(string); !ok {
+			return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: prompt argument %q must be a string", k)
+		}
+	}
+	for _, a := range p.Arguments {
+		if _, ok := args[a.Name]; a.Required && !ok {
+			return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: missing required argument %q", a.Name)
+		}
+	}
+	return nil
+}
+
+func (s *Server) findResource(uri string) (Handler, map[string]string) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if e, ok := s.resIdx[uri]; ok {
+		return e.handler, nil
+	}
+	for _, t := range s.templates {
+		if vars, ok := matchTemplate(t.tmpl.URITemplate, uri); ok {
+			return t.handler, vars
+		}
+	}
+	return nil, nil
+}
+
+// matchTemplate matches uri against a level-1 URI template.
+func matchTemplate(tmpl, uri string) (map[string]string, bool) {
+	vars := map[string]string{}
+	for len(tmpl) > 0 {
+		open := strings.IndexByte(tmpl, '{')
+		if open < 0 {
+			return vars, tmpl == uri
+		}
+		if !strings.HasPrefix(uri, tmpl[:open]) {
+			return nil, false
+		}
+		uri = uri[open:]
+		tmpl = tmpl[open:]
+		end := strings.IndexByte(tmpl, '}')
+		if end < 0 {
+			return nil, false
+		}
+		name := tmpl[1:end]
+		tmpl = tmpl[end+1:]
+		stop := len(uri)
+		if len(tmpl) > 0 {
+			next := strings.IndexByte(tmpl, '{')
+			lit := tmpl
+			if next >= 0 {
+				lit = tmpl[:next]
+			}
+			i := strings.Index(uri, lit)
+			if i < 0 {
+				return nil, false
+			}
+			stop = i
+		}
+		val := uri[:stop]
+		if val == "" || strings.Contains(val, "/") {
+			return nil, false
+		}
+		vars[name] = val
+		uri = uri[stop:]
+	}
+	return vars, uri == ""
+}
+
+func (s *Server) serveComplete(ctx context.Context, in *Incoming) (any, error) {
+	p := in.params
+	if len(p.Ref) == 0 || p.Argument == nil {
+		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: ref and argument are required")
+	}
+	s.mu.RLock()
+	h := s.complete
+	s.mu.RUnlock()
+	values, err := h(ctx, p.Ref, p.Argument.Name, p.Argument.Value)
+	if err != nil {
+		return nil, err
+	}
+	if values == nil {
+		values = []string{}
+	}
+	total, more := len(values), false
+	if len(values) > 100 {
+		values, more = values[:100], true
+	}
+	return &mcp.CompleteResult{ResultType: mcp.ResultTypeComplete, Completion: mcp.Completion{Values: values, Total: total, HasMore: more}, Meta: s.serverMeta()}, nil
+}
+
+func newOperationID() [16]byte {
+	var id [16]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		panic("mcpserver: crypto/rand failed: " + err.Error())
+	}
+	return id
+}

@@ -1,0 +1,158 @@
+package sqlite
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/mcp-elicit/elicit/store"
+	"github.com/mcp-elicit/elicit/store/storetest"
+)
+
+func TestContract(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, err := Open(filepath.Join(t.TempDir(), "elicit.db"))
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		return s
+	})
+}
+
+func TestOpenCreatesPrivateDirAndFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a", "b")
+	path := filepath.Join(dir, "elicit.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer s.Close()
+	if runtime.GOOS == "windows" {
+		t.Skip("POSIX permissions")
+	}
+	for p, want := range map[string]os.FileMode{dir: 0o700, path: 0o600} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != want {
+			t.Errorf("%s mode = %v, want %v", p, got, want)
+		}
+	}
+}
+
+func TestOpenPragmas(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "elicit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	var mode string
+	if err := s.db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
+		t.Errorf("journal_mode = %q, %v; want wal", mode, err)
+	}
+	var n int
+	if err := s.db.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&n); err != nil || n != 5000 {
+		t.Errorf("busy_timeout = %d, %v; want 5000", n, err)
+	}
+	if err := s.db.QueryRowContext(ctx, `PRAGMA foreign_keys`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("foreign_keys = %d, %v; want 1", n, err)
+	}
+}
+
+func TestMigrationsIdempotent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "elicit.db")
+	ctx := context.Background()
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &store.Flow{ID: "0123456789abcdef0123456789abcdef", Principal: "alice", Purpose: "billing_key",
+		Status: store.FlowPending, CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
+	if err := s.CreateFlow(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		s, err = Open(path)
+		if err != nil {
+			t.Fatalf("reopen: %v", err)
+		}
+		v, err := s.SchemaVersion(ctx)
+		if err != nil || v != len(migrations) {
+			t.Fatalf("SchemaVersion = %d, %v; want %d", v, err, len(migrations))
+		}
+		var rows int
+		if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_version`).Scan(&rows); err != nil || rows != 1 {
+			t.Fatalf("schema_version rows = %d, %v; want 1", rows, err)
+		}
+		if _, err := s.GetFlow(ctx, f.ID); err != nil {
+			t.Fatalf("data lost on reopen: %v", err)
+		}
+		s.Close()
+	}
+}
+
+func TestRefusesNewerSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "elicit.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.Exec(`UPDATE schema_version SET version = 999`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err := Open(path); err == nil {
+		s.Close()
+		t.Fatal("Open accepted a database from a newer program")
+	}
+}
+
+func TestOddPath(t *testing.T) {
+	// '?' and '#' must not be read as URI syntax, '%' not as an escape.
+	path := filepath.Join(t.TempDir(), "we?ird#na%20me", "db?x=1")
+	if runtime.GOOS == "windows" {
+		t.Skip("'?' is not allowed in Windows file names")
+	}
+	s, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer s.Close()
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("database not at the given path: %v", err)
+	}
+}
+
+func TestSessionIDNotStoredInClear(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "elicit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	id := "sEcReT-session-id-value-0123456789abcdefghij"
+	if err := s.CreateSession(context.Background(), &store.Session{ID: id, Principal: "alice", CSRF: "c",
+		CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := s.db.QueryRow(`SELECT COUNT(*) FROM sessions WHERE id_hash = ?`, id).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("session id stored in clear (count %d, err %v)", n, err)
+	}
+}
+
+func TestOpenInvalidPath(t *testing.T) {
+	for _, p := range []string{"", "a\x00b"} {
+		if s, err := Open(p); err == nil {
+			s.Close()
+			t.Errorf("Open(%q) succeeded", p)
+		}
+	}
+}
