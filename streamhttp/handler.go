@@ -1,0 +1,427 @@
+// Package streamhttp is the stateless Streamable HTTP binding of MCP
+// 2026-07-28 (basic/transports/streamable-http.mdx) for an
+// mcpserver.Server: one POST endpoint, standard header validation
+// (MCP-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Param-*), Host and
+// Origin checks against DNS rebinding, a body size limit, authentication,
+// and JSON or SSE responses.
+//
+// Validation order (wire.md §9.6): method → Host/Origin (403) →
+// authentication (401) → body size (413) → JSON-RPC parse (400, -32700 /
+// -32600) → standard headers present (400, -32020) → required _meta
+// (400, -32602) → header/body equality (400, -32020) → version (400,
+// -32022) → method known (404, -32601) → Mcp-Param-* (400, -32020) →
+// dispatch (capability gate 400, -32021).
+package streamhttp
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/mcp-elicit/elicit/auth"
+	"github.com/mcp-elicit/elicit/jsonrpc"
+	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/mcpserver"
+)
+
+// DefaultMaxBodyBytes is the request body limit when Options leave it 0.
+const DefaultMaxBodyBytes = 1 << 20
+
+// Standard header names (streamable-http.mdx §Standard Request Headers).
+const (
+	HeaderProtocolVersion = "MCP-Protocol-Version"
+	HeaderMethod          = "Mcp-Method"
+	HeaderName            = "Mcp-Name"
+	HeaderParamPrefix     = "Mcp-Param-"
+)
+
+// Options configure a Handler. A nil *Options means the defaults.
+type Options struct {
+	// Auth authenticates each request; nil means auth.Anonymous{}.
+	Auth auth.Authenticator
+	// AllowedHosts are the host names (without port) accepted in the Host
+	// header and in Origin. Nil means loopback names only: localhost,
+	// 127.0.0.1 and ::1 (HTTP-S-02, DNS-rebinding protection). A "*" entry
+	// accepts any host (only behind a proxy that checks Host itself).
+	AllowedHosts []string
+	// MaxBodyBytes limits a request body; 0 means DefaultMaxBodyBytes. A
+	// larger body gets HTTP 413.
+	MaxBodyBytes int64
+	// Logger receives request failures; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Handler serves an mcpserver.Server over Streamable HTTP. It is an
+// http.Handler; mount it at the MCP endpoint path.
+type Handler struct {
+	srv     *mcpserver.Server
+	auth    auth.Authenticator
+	hosts   map[string]bool
+	anyHost bool
+	max     int64
+	log     *slog.Logger
+}
+
+// NewHandler returns a Handler for s.
+func NewHandler(s *mcpserver.Server, opts *Options) *Handler {
+	h := &Handler{srv: s, auth: auth.Anonymous{}, hosts: map[string]bool{}, max: DefaultMaxBodyBytes, log: slog.Default()}
+	hosts := []string{"localhost", "127.0.0.1", "::1"}
+	if opts != nil {
+		if opts.Auth != nil {
+			h.auth = opts.Auth
+		}
+		if opts.AllowedHosts != nil {
+			hosts = opts.AllowedHosts
+		}
+		if opts.MaxBodyBytes > 0 {
+			h.max = opts.MaxBodyBytes
+		}
+		if opts.Logger != nil {
+			h.log = opts.Logger
+		}
+	}
+	for _, host := range hosts {
+		if host == "*" {
+			h.anyHost = true
+		}
+		h.hosts[strings.ToLower(strings.Trim(host, "[]"))] = true
+	}
+	return h
+}
+
+// StatusFor returns the HTTP status of a JSON-RPC error code
+// (streamable-http.mdx; wire.md §9.5): 400 for -32020/-32021/-32022 and for
+// parse, request and params errors, 404 for -32601, 500 for -32603 and
+// anything else.
+func StatusFor(code int) int {
+	switch code {
+	case mcp.CodeHeaderMismatch, mcp.CodeMissingRequiredClientCapability, mcp.CodeUnsupportedProtocolVersion,
+		jsonrpc.CodeParseError, jsonrpc.CodeInvalidRequest, jsonrpc.CodeInvalidParams:
+		return http.StatusBadRequest
+	case jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	}
+	return http.StatusInternalServerError
+}
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// ServeHTTP handles one POST.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		// HTTP-S-21: no standalone GET stream, no session to DELETE.
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if !h.hostAllowed(r) {
+		writeError(w, http.StatusForbidden, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Forbidden: Host or Origin not allowed"))
+		return
+	}
+	p, err := h.auth.Authenticate(r)
+	if err != nil {
+		if c := h.auth.Challenge(); c != "" {
+			w.Header().Set("WWW-Authenticate", c)
+		}
+		writeError(w, http.StatusUnauthorized, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Unauthorized"))
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			writeError(w, http.StatusUnsupportedMediaType, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Content-Type must be application/json"))
+			return
+		}
+	}
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer bufPool.Put(buf)
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, h.max)); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Request body too large"))
+			return
+		}
+		writeError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeParseError, "Parse error: could not read body"))
+		return
+	}
+	req, jerr := jsonrpc.DecodeRequest(buf.Bytes())
+	if jerr != nil {
+		var id jsonrpc.ID
+		if req != nil {
+			id = req.ID
+		}
+		writeError(w, http.StatusBadRequest, id, jerr)
+		return
+	}
+	if req.IsNotification() {
+		// HTTP-S-04. No client notification is defined on HTTP in this
+		// revision; accept and ignore.
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	in, jerr := h.check(r, req)
+	if jerr != nil {
+		writeError(w, StatusFor(jerr.Code), req.ID, jerr)
+		return
+	}
+	sw := &streamWriter{w: w}
+	resp := h.srv.Serve(r.Context(), in, p.Subject, sw.notify)
+	sw.finish(resp)
+}
+
+// check runs the header and metadata validation and returns the parsed request.
+func (h *Handler) check(r *http.Request, req *jsonrpc.Request) (*mcpserver.Incoming, *jsonrpc.Error) {
+	version, ok := headerValue(r.Header, HeaderProtocolVersion)
+	if !ok {
+		return nil, mismatch("missing or repeated MCP-Protocol-Version header")
+	}
+	method, ok := headerValue(r.Header, HeaderMethod)
+	if !ok {
+		return nil, mismatch("missing or repeated Mcp-Method header")
+	}
+	var name string
+	needsName := req.Method == mcp.MethodToolsCall || req.Method == mcp.MethodPromptsGet || req.Method == mcp.MethodResourcesRead
+	if needsName {
+		raw, ok := headerValue(r.Header, HeaderName)
+		if !ok {
+			return nil, mismatch("missing or repeated Mcp-Name header")
+		}
+		if name, ok = DecodeHeaderValue(raw); !ok {
+			return nil, mismatch("Mcp-Name has invalid base64")
+		}
+	}
+	in, jerr := mcpserver.Parse(req)
+	if jerr != nil {
+		return nil, jerr
+	}
+	if version != in.Meta.ProtocolVersion {
+		return nil, mismatch("MCP-Protocol-Version header differs from _meta protocolVersion")
+	}
+	if method != req.Method {
+		return nil, mismatch("Mcp-Method header differs from the body's method")
+	}
+	if needsName && name != in.Name {
+		return nil, mismatch("Mcp-Name header differs from the body")
+	}
+	if jerr := h.srv.CheckVersion(version); jerr != nil {
+		return nil, jerr
+	}
+	if !h.srv.Known(req.Method) {
+		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: %s", req.Method)
+	}
+	if req.Method == mcp.MethodToolsCall {
+		if params, ok := h.srv.ToolHeaderParams(in.Name); ok && len(params) > 0 {
+			if jerr := checkParamHeaders(r.Header, params, in.Arguments); jerr != nil {
+				return nil, jerr
+			}
+		}
+	}
+	return in, nil
+}
+
+func mismatch(msg string) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: "Header mismatch: " + msg}
+}
+
+// headerValue returns the single value of a header with optional white
+// space trimmed; ok is false when it is absent or given more than once.
+func headerValue(hd http.Header, name string) (string, bool) {
+	vs := hd.Values(name)
+	if len(vs) != 1 {
+		return "", false
+	}
+	return strings.Trim(vs[0], " \t"), true
+}
+
+// DecodeHeaderValue decodes an Mcp-Name or Mcp-Param-* value: a value
+// wrapped as "=?base64?…?=" (lowercase markers) is strict standard base64
+// of UTF-8 text; anything else is literal. ok is false for invalid base64
+// or a decoded value that is not valid UTF-8 (streamable-http.mdx §Value Encoding).
+func DecodeHeaderValue(v string) (string, bool) {
+	const pre, suf = "=?base64?", "?="
+	if len(v) < len(pre)+len(suf) || !strings.HasPrefix(v, pre) || !strings.HasSuffix(v, suf) {
+		return v, true
+	}
+	b, err := base64.StdEncoding.Strict().DecodeString(v[len(pre) : len(v)-len(suf)])
+	if err != nil || !utf8Valid(b) {
+		return "", false
+	}
+	return string(b), true
+}
+
+func utf8Valid(b []byte) bool { return strings.ToValidUTF8(string(b), "\uFFFD") == string(b) }
+
+func checkParamHeaders(hd http.Header, params []mcpserver.HeaderParam, args json.RawMessage) *jsonrpc.Error {
+	var obj map[string]any
+	if len(args) > 0 && string(args) != "null" {
+		dec := json.NewDecoder(bytes.NewReader(args))
+		dec.UseNumber()
+		if err := dec.Decode(&obj); err != nil {
+			return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: arguments must be an object")
+		}
+	}
+	for _, p := range params {
+		val, present := lookup(obj, p.Path)
+		name := HeaderParamPrefix + p.Header
+		raw, has := headerValue(hd, name)
+		if len(hd.Values(name)) > 1 {
+			return mismatch(name + " given more than once")
+		}
+		if !present || val == nil {
+			if has {
+				return mismatch(name + " given for an absent argument")
+			}
+			continue
+		}
+		if !has {
+			return mismatch("missing " + name + " header")
+		}
+		dv, ok := DecodeHeaderValue(raw)
+		if !ok {
+			return mismatch(name + " has invalid base64")
+		}
+		if !paramMatches(p.Type, dv, val) {
+			return mismatch(name + " differs from the body")
+		}
+	}
+	return nil
+}
+
+func lookup(obj map[string]any, path []string) (any, bool) {
+	var cur any = obj
+	for _, k := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[k]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+func paramMatches(typ, header string, val any) bool {
+	switch v := val.(type) {
+	case string:
+		return header == v
+	case bool:
+		return header == strconv.FormatBool(v)
+	case json.Number:
+		// HTTP-S-17: compare integers numerically (42 == 42.0).
+		hf, err1 := strconv.ParseFloat(header, 64)
+		bf, err2 := v.Float64()
+		return err1 == nil && err2 == nil && hf == bf
+	}
+	return false
+}
+
+func (h *Handler) hostAllowed(r *http.Request) bool {
+	if h.anyHost {
+		return true
+	}
+	host := r.Host
+	if hn, _, err := net.SplitHostPort(host); err == nil {
+		host = hn
+	}
+	if !h.hosts[strings.ToLower(strings.Trim(host, "[]"))] {
+		return false
+	}
+	if origin := r.Header.Get("Origin"); origin != "" {
+		u, err := url.Parse(origin)
+		if err != nil || u.Host == "" || !h.hosts[strings.ToLower(u.Hostname())] {
+			return false
+		}
+	}
+	return true
+}
+
+func writeError(w http.ResponseWriter, status int, id jsonrpc.ID, e *jsonrpc.Error) {
+	writeJSON(w, status, &jsonrpc.Response{ID: id, Error: e})
+}
+
+func writeJSON(w http.ResponseWriter, status int, resp *jsonrpc.Response) {
+	b, err := json.Marshal(resp)
+	if err != nil {
+		b, _ = json.Marshal(&jsonrpc.Response{ID: resp.ID, Error: jsonrpc.NewError(jsonrpc.CodeInternalError, "Internal error")})
+		status = http.StatusInternalServerError
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(status)
+	b = append(b, '\n')
+	_, _ = w.Write(b)
+}
+
+// streamWriter answers with plain JSON unless the handler sends a
+// notification first; then the response becomes an SSE stream that ends
+// with the final response (HTTP-S-06, HTTP-S-08, HTTP-S-09).
+type streamWriter struct {
+	mu     sync.Mutex
+	w      http.ResponseWriter
+	sse    bool
+	closed bool
+}
+
+func (s *streamWriter) notify(n *jsonrpc.Notification) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("streamhttp: response already sent")
+	}
+	if !s.sse {
+		s.sse = true
+		hd := s.w.Header()
+		hd.Set("Content-Type", "text/event-stream")
+		hd.Set("Cache-Control", "no-cache")
+		hd.Set("X-Accel-Buffering", "no")
+		s.w.WriteHeader(http.StatusOK)
+	}
+	b, err := json.Marshal(n)
+	if err != nil {
+		return err
+	}
+	return s.event(b)
+}
+
+func (s *streamWriter) event(b []byte) error {
+	if _, err := io.WriteString(s.w, "event: message\ndata: "); err != nil {
+		return err
+	}
+	if _, err := s.w.Write(append(b, '\n', '\n')); err != nil {
+		return err
+	}
+	if f, ok := s.w.(http.Flusher); ok {
+		f.Flush()
+	}
+	return nil
+}
+
+func (s *streamWriter) finish(resp *jsonrpc.Response) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if !s.sse {
+		status := http.StatusOK
+		if resp.Error != nil {
+			status = StatusFor(resp.Error.Code)
+		}
+		writeJSON(s.w, status, resp)
+		return
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		b, _ = json.Marshal(&jsonrpc.Response{ID: resp.ID, Error: jsonrpc.NewError(jsonrpc.CodeInternalError, "Internal error")})
+	}
+	_ = s.event(b)
+}
