@@ -1,0 +1,253 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/mcp-elicit/elicit/elicit"
+	"github.com/mcp-elicit/elicit/jsonrpc"
+	"github.com/mcp-elicit/elicit/mcp"
+)
+
+const formSchema = `{"type":"object","properties":{"level":{"type":"string","enum":["summary","detailed"]},"label":{"type":"string","maxLength":20}},"required":["level"]}`
+
+func newTestServer(t *testing.T) *Server {
+	t.Helper()
+	s := New(mcp.Implementation{Name: "test", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "ask_form", Description: "form"}, func(ctx context.Context, r *Request) (Reply, error) {
+		if r.State == nil {
+			return Ask().ElicitForm("opts", "Pick a level", json.RawMessage(formSchema)).WithState([]byte("s1")), nil
+		}
+		a := r.Elicitation("opts")
+		switch a.Outcome {
+		case elicit.Accepted:
+			return Text("level=" + a.Content["level"].(string) + " state=" + string(r.State)), nil
+		case elicit.Declined:
+			return ToolError("declined"), nil
+		case elicit.Cancelled:
+			return ToolError("cancelled"), nil
+		}
+		return Ask().ElicitForm("opts", "Pick a level (again)", json.RawMessage(formSchema)).WithState(r.State), nil
+	})
+	s.AddTool(&mcp.Tool{Name: "ask_url", Description: "url"}, func(ctx context.Context, r *Request) (Reply, error) {
+		return Ask().ElicitURL("k", "Open the page", "https://srv.example/ui/x?flow=1"), nil
+	})
+	s.AddTool(&mcp.Tool{Name: "ask_secret", Description: "bad"}, func(ctx context.Context, r *Request) (Reply, error) {
+		return Ask().ElicitForm("k", "Key", json.RawMessage(`{"type":"object","properties":{"api_key":{"type":"string"}}}`)), nil
+	})
+	s.AddTool(&mcp.Tool{Name: "boom", Description: "panics"}, func(ctx context.Context, r *Request) (Reply, error) {
+		panic("secret-detail")
+	})
+	s.AddTool(&mcp.Tool{Name: "fails", Description: "errors"}, func(ctx context.Context, r *Request) (Reply, error) {
+		return nil, errors.New("db password wrong")
+	})
+	s.AddTool(&mcp.Tool{Name: "wrong_reply", Description: "x"}, func(ctx context.Context, r *Request) (Reply, error) {
+		return PromptResult(&mcp.GetPromptResult{}), nil
+	})
+	s.AddPrompt(&mcp.Prompt{Name: "p", Description: "d", Arguments: []mcp.PromptArgument{{Name: "a", Required: true}}},
+		func(ctx context.Context, r *Request) (Reply, error) {
+			return PromptResult(&mcp.GetPromptResult{Messages: []mcp.PromptMessage{{Role: "user", Content: mcp.TextContent("hi")}}}), nil
+		})
+	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "test://t/{id}/data", Name: "t"}, func(ctx context.Context, r *Request) (Reply, error) {
+		return ResourceResult(&mcp.ReadResourceResult{Contents: []mcp.ResourceContents{{URI: r.Name, Text: r.TemplateVars["id"]}}}), nil
+	})
+	return s
+}
+
+type rpc struct {
+	s         *Server
+	principal string
+}
+
+func (c rpc) call(t *testing.T, body string) (map[string]any, *jsonrpc.Error) {
+	t.Helper()
+	req, jerr := jsonrpc.DecodeRequest([]byte(body))
+	if jerr != nil {
+		t.Fatalf("decode: %v", jerr)
+	}
+	in, jerr := Parse(req)
+	if jerr != nil {
+		return nil, jerr
+	}
+	resp := c.s.Serve(context.Background(), in, c.principal, nil)
+	if resp.Error != nil {
+		return nil, resp.Error
+	}
+	b, _ := json.Marshal(resp.Result)
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	return m, nil
+}
+
+func toolCall(name, caps, extra string) string {
+	return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + name + `","arguments":{}` + extra +
+		`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}}}`
+}
+
+func retry(state, responses string) string {
+	b, _ := json.Marshal(state)
+	return `,"requestState":` + string(b) + `,"inputResponses":` + responses
+}
+
+func text(m map[string]any) string {
+	c, _ := m["content"].([]any)
+	if len(c) == 0 {
+		return ""
+	}
+	return c[0].(map[string]any)["text"].(string)
+}
+
+func TestFormRoundTrip(t *testing.T) {
+	c := rpc{newTestServer(t), "alice"}
+	r1, err := c.call(t, toolCall("ask_form", `{"elicitation":{}}`, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r1["resultType"] != "input_required" {
+		t.Fatalf("round 1: %v", r1)
+	}
+	state := r1["requestState"].(string)
+	if strings.Contains(state, "s1") {
+		t.Fatal("application state readable in requestState")
+	}
+	tests := []struct {
+		name, responses, wantType, wantText string
+	}{
+		{"accept", `{"opts":{"action":"accept","content":{"level":"summary"}}}`, "complete", "level=summary state=s1"},
+		{"decline", `{"opts":{"action":"decline"}}`, "complete", "declined"},
+		{"cancel", `{"opts":{"action":"cancel"}}`, "complete", "cancelled"},
+		{"invalid enum asks again", `{"opts":{"action":"accept","content":{"level":"huge"}}}`, "input_required", ""},
+		{"unknown field asks again", `{"opts":{"action":"accept","content":{"level":"summary","x":1}}}`, "input_required", ""},
+		{"not an object asks again", `{"opts":12345}`, "input_required", ""},
+		{"missing answer asks again (MRTR-S-14)", `{"other":{"action":"accept"}}`, "input_required", ""},
+		{"null responses asks again", `null`, "input_required", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := c.call(t, toolCall("ask_form", `{"elicitation":{}}`, retry(state, tt.responses)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r["resultType"] != tt.wantType || (tt.wantText != "" && text(r) != tt.wantText) {
+				t.Fatalf("got %v", r)
+			}
+		})
+	}
+	// Answers without a sealed state are not trusted: the server asks.
+	r, _ := c.call(t, toolCall("ask_form", `{"elicitation":{}}`, `,"inputResponses":{"opts":{"action":"accept","content":{"level":"summary"}}}`))
+	if r["resultType"] != "input_required" {
+		t.Fatalf("unsolicited answer accepted: %v", r)
+	}
+	// State bound to alice: bob gets the opaque error.
+	bob := rpc{c.s, "bob"}
+	if _, err := bob.call(t, toolCall("ask_form", `{"elicitation":{}}`, retry(state, `{"opts":{"action":"decline"}}`))); err == nil || err.Code != -32602 || err.Message != "invalid or expired requestState" {
+		t.Fatalf("bob's retry: %v", err)
+	}
+	// Bound to the tool.
+	if _, err := c.call(t, toolCall("ask_url", `{"elicitation":{"url":{}}}`, retry(state, `{}`))); err == nil || err.Code != -32602 {
+		t.Fatalf("other tool: %v", err)
+	}
+}
+
+func TestCapabilityGate(t *testing.T) {
+	c := rpc{newTestServer(t), ""}
+	for _, caps := range []string{`{}`, `{"elicitation":{}}`, `{"elicitation":{"form":{}}}`, `{"sampling":{}}`} {
+		_, err := c.call(t, toolCall("ask_url", caps, ""))
+		if err == nil || err.Code != mcp.CodeMissingRequiredClientCapability {
+			t.Fatalf("caps %s: err = %v", caps, err)
+		}
+		b, _ := json.Marshal(err.Data)
+		if string(b) != `{"requiredCapabilities":{"elicitation":{"url":{}}}}` {
+			t.Fatalf("data = %s", b)
+		}
+	}
+	if r, err := c.call(t, toolCall("ask_url", `{"elicitation":{"url":{}}}`, "")); err != nil || r["resultType"] != "input_required" {
+		t.Fatalf("url declared: %v %v", r, err)
+	}
+	_, err := c.call(t, toolCall("ask_form", `{"elicitation":{"url":{}}}`, ""))
+	if err == nil || err.Code != mcp.CodeMissingRequiredClientCapability {
+		t.Fatalf("url-only client asked a form: %v", err)
+	}
+}
+
+func TestFaultsDoNotLeak(t *testing.T) {
+	c := rpc{newTestServer(t), ""}
+	for _, tool := range []string{"boom", "fails", "wrong_reply", "ask_secret"} {
+		_, err := c.call(t, toolCall(tool, `{"elicitation":{"form":{},"url":{}}}`, ""))
+		if err == nil || err.Code != jsonrpc.CodeInternalError || err.Message != "Internal error" {
+			t.Fatalf("%s: %v", tool, err)
+		}
+	}
+}
+
+func TestMethods(t *testing.T) {
+	c := rpc{newTestServer(t), ""}
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	r, err := c.call(t, `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+meta+`}}`)
+	if err != nil || r["resultType"] != "complete" || r["cacheScope"] == nil || r["ttlMs"] == nil {
+		t.Fatalf("discover: %v %v", r, err)
+	}
+	caps := r["capabilities"].(map[string]any)
+	if caps["tools"] == nil || caps["prompts"] == nil || caps["resources"] == nil || caps["completions"] != nil {
+		t.Fatalf("capabilities %v", caps)
+	}
+	if _, err := c.call(t, `{"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{`+meta+`}}`); err == nil || err.Code != -32601 {
+		t.Fatalf("unadvertised completion: %v", err)
+	}
+	if _, err := c.call(t, `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p",`+meta+`}}`); err == nil || err.Code != -32602 {
+		t.Fatalf("missing prompt arg: %v", err)
+	}
+	if r, err := c.call(t, `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p","arguments":{"a":"x"},`+meta+`}}`); err != nil || r["resultType"] != "complete" {
+		t.Fatalf("prompt: %v %v", r, err)
+	}
+	r, err = c.call(t, `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"test://t/123/data",`+meta+`}}`)
+	if err != nil || !strings.Contains(mustJSON(r), `"text":"123"`) {
+		t.Fatalf("template read: %v %v", r, err)
+	}
+	_, err = c.call(t, `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"test://none",`+meta+`}}`)
+	if err == nil || err.Code != -32602 || mustJSON(err.Data) != `{"uri":"test://none"}` {
+		t.Fatalf("missing resource: %v", err)
+	}
+	if _, err := c.call(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"requestState":"x",`+meta+`}}`); err == nil || err.Code != -32602 {
+		t.Fatalf("requestState on tools/list: %v", err)
+	}
+}
+
+func mustJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+func TestMatchTemplate(t *testing.T) {
+	tests := []struct {
+		tmpl, uri string
+		ok        bool
+		id        string
+	}{
+		{"test://template/{id}/data", "test://template/123/data", true, "123"},
+		{"test://template/{id}/data", "test://template/1/2/data", false, ""},
+		{"test://template/{id}/data", "test://template//data", false, ""},
+		{"test://template/{id}", "test://template/abc", true, "abc"},
+		{"test://x", "test://x", true, ""},
+		{"test://x", "test://y", false, ""},
+	}
+	for _, tt := range tests {
+		vars, ok := matchTemplate(tt.tmpl, tt.uri)
+		if ok != tt.ok || (ok && vars["id"] != tt.id) {
+			t.Errorf("matchTemplate(%q, %q) = %v, %v", tt.tmpl, tt.uri, vars, ok)
+		}
+	}
+}
+
+func FuzzDecodePayload(f *testing.F) {
+	a := Ask().ElicitForm("opts", "m", json.RawMessage(formSchema)).ElicitURL("u", "m", "https://x.example/").WithState([]byte("app"))
+	f.Add(encodePayload(a))
+	f.Add([]byte{0})
+	f.Add([]byte{200, 1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		iss, _, ok := decodePayload(b)
+		if ok && len(iss) > 1024 {
+			t.Fatal("too many entries accepted")
+		}
+	})
+}
