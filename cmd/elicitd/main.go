@@ -1,0 +1,228 @@
+// Command elicitd is the elicit reference server: an MCP 2026-07-28
+// server over stateless Streamable HTTP that serves the billing flow
+// (connect_billing, URL-mode elicitation) with its web pages.
+//
+//	go run ./cmd/elicitd                      # http://127.0.0.1:3000/mcp, data in ./elicitd-data
+//	go run ./cmd/elicitd --addr 127.0.0.1:8080 --data /var/lib/elicitd
+//
+// Authentication is the demo bearer scheme (the token is the user name),
+// which is only safe on loopback: a non-loopback --addr needs
+// --insecure-demo-auth.
+package main
+
+import (
+	"context"
+	"crypto/hkdf"
+	"crypto/sha256"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mcp-elicit/elicit/auth"
+	"github.com/mcp-elicit/elicit/connect"
+	"github.com/mcp-elicit/elicit/examples/billing"
+	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/mcpserver"
+	"github.com/mcp-elicit/elicit/reqstate"
+	"github.com/mcp-elicit/elicit/store/sqlite"
+	"github.com/mcp-elicit/elicit/streamhttp"
+)
+
+// version is stamped by the build; "dev" otherwise.
+var version = "dev"
+
+type config struct {
+	addr             string
+	dataDir          string
+	publicURL        string
+	insecureDemoAuth bool
+	logLevel         slog.Level
+	now              func() time.Time // nil = time.Now; tests inject a clock
+}
+
+func main() {
+	if err := run(os.Args[1:], os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "elicitd:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string, stderr io.Writer) (*config, error) {
+	fs := flag.NewFlagSet("elicitd", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg := &config{}
+	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:3000", "listen address host:port")
+	fs.StringVar(&cfg.dataDir, "data", "./elicitd-data", "data directory (SQLite store, keys)")
+	fs.StringVar(&cfg.publicURL, "public-url", "", "URL users' browsers reach this server at (default http://<addr>)")
+	fs.BoolVar(&cfg.insecureDemoAuth, "insecure-demo-auth", false, "allow demo bearer auth (token = user name) on a non-loopback address")
+	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if err := cfg.logLevel.UnmarshalText([]byte(*level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	host, _, err := net.SplitHostPort(cfg.addr)
+	if err != nil {
+		return nil, fmt.Errorf("--addr: %w", err)
+	}
+	if !isLoopback(host) && !cfg.insecureDemoAuth {
+		return nil, fmt.Errorf("--addr %s is not a loopback address: demo auth lets anyone claim any user; pass --insecure-demo-auth to accept that", cfg.addr)
+	}
+	if cfg.publicURL == "" {
+		cfg.publicURL = "http://" + cfg.addr
+	}
+	u, err := url.Parse(cfg.publicURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		return nil, fmt.Errorf("--public-url must be an http(s) origin such as https://mcp.example.com")
+	}
+	cfg.publicURL = strings.TrimSuffix(cfg.publicURL, "/")
+	return cfg, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func run(args []string, stderr io.Writer) error {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	app, err := newApp(cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer app.Close()
+
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           app,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	logger.Info("elicitd listening", "mcp", cfg.publicURL+"/mcp", "pages", cfg.publicURL+"/ui/", "data", cfg.dataDir, "version", version)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("elicitd shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return srv.Shutdown(shutdownCtx)
+}
+
+// app is elicitd's whole HTTP surface: /mcp, /ui/, /healthz.
+type app struct {
+	http.Handler
+	closers []func() error
+}
+
+func (a *app) Close() error {
+	var errs []error
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		errs = append(errs, a.closers[i]())
+	}
+	return errors.Join(errs...)
+}
+
+func newApp(cfg *config, logger *slog.Logger) (*app, error) {
+	a := &app{}
+	if err := os.MkdirAll(cfg.dataDir, 0o700); err != nil {
+		return nil, err
+	}
+	master, err := connect.LoadOrCreateMasterKey(cfg.dataDir)
+	if err != nil {
+		return nil, err
+	}
+	st, err := sqlite.Open(filepath.Join(cfg.dataDir, "elicitd.db"))
+	if err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, st.Close)
+	now := cfg.now
+	if now == nil {
+		now = time.Now
+	}
+	flows, err := connect.New(connect.Options{Store: st, MasterKey: master, BaseURL: cfg.publicURL, Logger: logger, Now: now})
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	// The requestState key is derived from the master key, so states
+	// survive a restart; its own label keeps it apart from the vault key.
+	stateSecret, err := hkdf.Key(sha256.New, master, nil, "elicit requestState v1", 32)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	sealer, err := reqstate.New([]reqstate.Key{{ID: "k1", Secret: stateSecret}}, &reqstate.Options{Now: now})
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	srv := mcpserver.New(mcp.Implementation{Name: "elicitd", Version: version, Title: "elicit reference server"}, &mcpserver.Options{
+		Instructions: "Tools that need the user in the middle of a request. connect_billing asks for a payment-provider API key on the server's own page (URL-mode elicitation).",
+		Sealer:       sealer,
+		Logger:       logger,
+	})
+	billing.New(flows).Register(srv)
+
+	hosts := []string{"localhost", "127.0.0.1", "::1"}
+	if u, err := url.Parse(cfg.publicURL); err == nil {
+		hosts = append(hosts, u.Hostname())
+	}
+	if h, _, err := net.SplitHostPort(cfg.addr); err == nil && h != "" && h != "0.0.0.0" && h != "::" {
+		hosts = append(hosts, h)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", streamhttp.NewHandler(srv, &streamhttp.Options{
+		Auth:         auth.DemoBearer{Realm: "elicitd"},
+		AllowedHosts: hosts,
+		Logger:       logger,
+	}))
+	mux.Handle("/ui/", flows.Handler())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintf(w, "elicitd %s\nMCP endpoint: %s/mcp (POST, MCP 2026-07-28)\nPages: %s/ui/\n", version, cfg.publicURL, cfg.publicURL)
+	})
+	a.Handler = mux
+	return a, nil
+}
