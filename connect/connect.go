@@ -1,0 +1,322 @@
+// Package connect is the server's own web page behind a URL-mode
+// elicitation: the user signs in in a browser and types a secret (an API
+// key), which is stored encrypted for that user; the MCP tool then sees the
+// flow complete when the client retries (ELI-U-S-03).
+//
+// Security rules it enforces (requirements.md §7):
+//   - The flow id in the URL is random and not a credential; the URL holds
+//     no secret or personal data (SEC-U-S-01, SEC-U-S-02).
+//   - Opening or completing a flow needs a browser login as the same user
+//     the flow was made for, even if the URL was edited (SEC-U-S-06,
+//     SEC-U-S-07); anyone else gets 403 and nothing is stored.
+//   - The secret never goes back to the MCP client, and never appears in a
+//     log line, URL, redirect or response body (SEC-U-S-08).
+//   - Redirect targets are local /ui/ paths only (no open redirects).
+//
+// Mount the handler at "/ui/": mux.Handle("/ui/", svc.Handler()).
+package connect
+
+import (
+	"context"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/mcp-elicit/elicit/auth"
+	"github.com/mcp-elicit/elicit/store"
+)
+
+// Defaults for Options.
+const (
+	DefaultFlowTTL    = 15 * time.Minute
+	DefaultSessionTTL = 12 * time.Hour
+)
+
+// Cookie names. Both are HttpOnly, SameSite=Lax, Path=/ui, and Secure when
+// BaseURL is https.
+const (
+	// SessionCookie carries the browser session id (a credential).
+	SessionCookie = "elicit_session"
+	// LoginCSRFCookie is the double-submit token of the login form, used
+	// before there is a session to hold a CSRF token.
+	LoginCSRFCookie = "elicit_csrf"
+)
+
+// MaxSecretLen is the largest accepted secret, in bytes after trimming
+// surrounding white space.
+const MaxSecretLen = 4096
+
+// Options configures a Service.
+type Options struct {
+	// Store persists flows, sealed secrets and sessions. Required.
+	Store store.Store
+	// MasterKey is the 32-byte AES-256-GCM vault key (see
+	// LoadOrCreateMasterKey). Required; New keeps a copy.
+	MasterKey []byte
+	// BaseURL is the public origin the pages are served at, e.g.
+	// "http://127.0.0.1:3000": http or https, no path (the handler answers
+	// and redirects at /ui/...), no query. A trailing slash is dropped.
+	// https also marks cookies Secure (use https outside development,
+	// SEC-U-S-04).
+	BaseURL string
+	// Logger receives audit lines (attribute audit=true) and errors.
+	// nil means slog.Default().
+	Logger *slog.Logger
+	// FlowTTL is how long a flow can be completed; <= 0 means
+	// DefaultFlowTTL.
+	FlowTTL time.Duration
+	// SessionTTL is how long a browser login lasts; <= 0 means
+	// DefaultSessionTTL.
+	SessionTTL time.Duration
+	// Now is the clock; nil means time.Now. Tests inject one.
+	Now func() time.Time
+}
+
+// Service runs URL-mode flows: it starts them, serves their pages, and
+// holds the vault. It is safe for concurrent use.
+type Service struct {
+	store      store.Store
+	aead       cipher.AEAD
+	baseURL    string
+	secure     bool
+	log        *slog.Logger
+	flowTTL    time.Duration
+	sessionTTL time.Duration
+	now        func() time.Time
+	tmpl       *template.Template
+}
+
+// New checks opts and returns a Service. It fails on a nil Store, a
+// MasterKey that is not 32 bytes, or a BaseURL that is not an absolute http
+// or https origin.
+func New(opts Options) (*Service, error) {
+	if opts.Store == nil {
+		return nil, errors.New("connect: Options.Store is required")
+	}
+	aead, err := newAEAD(opts.MasterKey)
+	if err != nil {
+		return nil, err
+	}
+	base, secure, err := parseBaseURL(opts.BaseURL)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{
+		store:      opts.Store,
+		aead:       aead,
+		baseURL:    base,
+		secure:     secure,
+		log:        opts.Logger,
+		flowTTL:    opts.FlowTTL,
+		sessionTTL: opts.SessionTTL,
+		now:        opts.Now,
+		tmpl:       pages,
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.flowTTL <= 0 {
+		s.flowTTL = DefaultFlowTTL
+	}
+	if s.sessionTTL <= 0 {
+		s.sessionTTL = DefaultSessionTTL
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s, nil
+}
+
+func parseBaseURL(raw string) (base string, secure bool, err error) {
+	raw = strings.TrimSuffix(raw, "/")
+	u, err := url.Parse(raw)
+	if err != nil || raw == "" {
+		return "", false, fmt.Errorf("connect: invalid BaseURL %q", raw)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", false, fmt.Errorf("connect: BaseURL %q: scheme must be http or https", raw)
+	case u.Host == "" || u.User != nil:
+		return "", false, fmt.Errorf("connect: BaseURL %q: needs a host and no user info", raw)
+	case u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
+		return "", false, fmt.Errorf("connect: BaseURL %q: must be an origin without path, query or fragment", raw)
+	}
+	return u.Scheme + "://" + u.Host, u.Scheme == "https", nil
+}
+
+// Now returns the Service's clock reading, so callers judge expiry with the
+// same clock the pages use.
+func (s *Service) Now() time.Time { return s.now() }
+
+// StartFlow creates a pending flow for principal to provide the secret
+// named purpose, valid for FlowTTL, and logs audit event "flow_started".
+// principal must satisfy auth.ValidUserName (the only names the login page
+// accepts, so any other flow could never be finished); purpose is 1–64
+// characters of [A-Za-z0-9._-].
+func (s *Service) StartFlow(ctx context.Context, principal, purpose string) (*store.Flow, error) {
+	if !auth.ValidUserName(principal) {
+		return nil, errors.New("connect: StartFlow: invalid principal")
+	}
+	if !validPurpose(purpose) {
+		return nil, errors.New("connect: StartFlow: purpose must be 1-64 characters of [A-Za-z0-9._-]")
+	}
+	id, err := randomHex(16)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	f := &store.Flow{
+		ID:        id,
+		Principal: principal,
+		Purpose:   purpose,
+		Status:    store.FlowPending,
+		CreatedAt: now,
+		ExpiresAt: now.Add(s.flowTTL),
+	}
+	if err := s.store.CreateFlow(ctx, f); err != nil {
+		return nil, fmt.Errorf("connect: start flow: %w", err)
+	}
+	s.audit(ctx, slog.LevelInfo, "flow_started",
+		slog.String("flow_id", f.ID), slog.String("principal", principal), slog.String("purpose", purpose))
+	return f, nil
+}
+
+// FlowURL returns the page URL for f: BaseURL + "/ui/set_api_key?flow=" +
+// id. It carries only the flow id, never a secret (SEC-U-S-01). A nil f
+// gives "".
+func (s *Service) FlowURL(f *store.Flow) string {
+	if f == nil {
+		return ""
+	}
+	return s.baseURL + "/ui/set_api_key?flow=" + url.QueryEscape(f.ID)
+}
+
+// Flow returns the flow with the given id, whatever its status or expiry
+// (compare ExpiresAt with Now). A malformed or unknown id gives
+// store.ErrNotFound.
+func (s *Service) Flow(ctx context.Context, id string) (*store.Flow, error) {
+	if !validFlowID(id) {
+		return nil, store.ErrNotFound
+	}
+	return s.store.GetFlow(ctx, id)
+}
+
+// HasSecret reports whether principal has a stored secret called name.
+func (s *Service) HasSecret(ctx context.Context, principal, name string) (bool, error) {
+	_, err := s.store.GetSecret(ctx, principal, name)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, store.ErrNotFound):
+		return false, nil
+	default:
+		return false, err
+	}
+}
+
+// Secret returns principal's decrypted secret called name, for server-side
+// use only: it must never be sent to the MCP client (SEC-U-S-08).
+// store.ErrNotFound if there is none; an error if the blob does not
+// decrypt (other master key, or tampering).
+func (s *Service) Secret(ctx context.Context, principal, name string) ([]byte, error) {
+	blob, err := s.store.GetSecret(ctx, principal, name)
+	if err != nil {
+		return nil, err
+	}
+	return s.open(principal, name, blob)
+}
+
+// audit logs a security-relevant event. Callers pass ids and names only,
+// never secrets or session ids.
+func (s *Service) audit(ctx context.Context, level slog.Level, event string, attrs ...slog.Attr) {
+	s.log.LogAttrs(ctx, level, event, append([]slog.Attr{slog.Bool("audit", true), slog.String("event", event)}, attrs...)...)
+}
+
+func randomBytes(n int) ([]byte, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return nil, fmt.Errorf("connect: random: %w", err)
+	}
+	return b, nil
+}
+
+func randomHex(n int) (string, error) {
+	b, err := randomBytes(n)
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// randomToken returns 256 random bits, base64url without padding (43
+// characters): session ids and CSRF tokens.
+func randomToken() (string, error) {
+	b, err := randomBytes(32)
+	if err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// validToken reports whether v looks like randomToken output, so junk
+// cookies are rejected before reaching the store.
+func validToken(v string) bool {
+	if len(v) != 43 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// validFlowID reports whether id is 32 lowercase hex characters.
+func validFlowID(id string) bool {
+	if len(id) != 32 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// validPurpose keeps secret names short and free of the AAD separator.
+func validPurpose(p string) bool {
+	if len(p) == 0 || len(p) > 64 {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// purposeHeadings names what a page collects, for known purposes.
+var purposeHeadings = map[string]string{
+	"billing_key": "Connect your payment provider",
+}
+
+func purposeHeading(purpose string) string {
+	if h, ok := purposeHeadings[purpose]; ok {
+		return h
+	}
+	return "Provide your API key (" + purpose + ")"
+}

@@ -1,0 +1,486 @@
+package connect
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/mcp-elicit/elicit/auth"
+	"github.com/mcp-elicit/elicit/store"
+)
+
+// maxFormBytes bounds POST bodies; a form with a 4 KiB key is far smaller.
+const maxFormBytes = 64 << 10
+
+// securityHeaders go on every response: no scripts, no framing
+// (clickjacking the key form), no caching and no Referer leaking the flow
+// URL.
+var securityHeaders = [][2]string{
+	{"Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"},
+	{"X-Frame-Options", "DENY"},
+	{"Cache-Control", "no-store"},
+	{"Referrer-Policy", "no-referrer"},
+	{"X-Content-Type-Options", "nosniff"},
+}
+
+// Handler returns the HTTP handler for the pages. Mount it at "/ui/"; it
+// expects the full path (/ui/login, ...), not a stripped one.
+//
+//	GET  /ui/                    who am I (or redirect to login)
+//	GET  /ui/login?next=<path>   login form
+//	POST /ui/login               sign in (double-submit CSRF), 303 to next
+//	POST /ui/logout              sign out (session CSRF)
+//	GET  /ui/set_api_key?flow=id key form for the flow's own user only
+//	POST /ui/set_api_key         store the key encrypted, complete the flow
+//
+// Other methods get 405, other paths 404.
+func (s *Service) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
+
+func (s *Service) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	for _, h := range securityHeaders {
+		w.Header().Set(h[0], h[1])
+	}
+	type route struct{ get, post http.HandlerFunc }
+	var rt route
+	switch r.URL.Path {
+	case "/ui/":
+		rt = route{get: s.getHome}
+	case "/ui/login":
+		rt = route{get: s.getLogin, post: s.postLogin}
+	case "/ui/logout":
+		rt = route{post: s.postLogout}
+	case "/ui/set_api_key":
+		rt = route{get: s.getKeyForm, post: s.postKey}
+	default:
+		s.message(w, http.StatusNotFound, "Not found", "There is no page here.", "not-found", true, nil)
+		return
+	}
+	switch {
+	case r.Method == http.MethodGet && rt.get != nil:
+		rt.get(w, r)
+	case r.Method == http.MethodPost && rt.post != nil:
+		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+		if err := r.ParseForm(); err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				s.message(w, http.StatusRequestEntityTooLarge, "Too large", "The form was too large. Nothing was stored.", "error", true, nil)
+				return
+			}
+			s.message(w, http.StatusBadRequest, "Bad request", "The form could not be read. Nothing was stored.", "error", true, nil)
+			return
+		}
+		rt.post(w, r)
+	default:
+		var allow []string
+		if rt.get != nil {
+			allow = append(allow, http.MethodGet)
+		}
+		if rt.post != nil {
+			allow = append(allow, http.MethodPost)
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		s.message(w, http.StatusMethodNotAllowed, "Method not allowed", "This page does not accept that request method.", "error", true, nil)
+	}
+}
+
+// render executes a template into a buffer first, so a template error
+// becomes a clean 500 rather than half a page.
+func (s *Service) render(w http.ResponseWriter, status int, name string, p *page) {
+	var buf bytes.Buffer
+	if err := s.tmpl.ExecuteTemplate(&buf, name, p); err != nil {
+		s.log.Error("connect: render page", slog.String("template", name), slog.Any("err", err))
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte("Internal error.\n"))
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// message renders a one-paragraph page. sess, if set, adds "Signed in as"
+// and a sign-out button.
+func (s *Service) message(w http.ResponseWriter, status int, heading, msg, id string, alert bool, sess *store.Session) {
+	p := &page{Title: heading, Heading: heading, Message: msg, MsgID: id, Alert: alert}
+	if sess != nil {
+		p.User, p.CSRF = sess.Principal, sess.CSRF
+	}
+	s.render(w, status, "message", p)
+}
+
+func (s *Service) internalError(w http.ResponseWriter, r *http.Request, op string, err error) {
+	// Store and crypto errors carry no secrets: the plaintext never reaches
+	// them and sealed blobs are not put into error text.
+	s.log.LogAttrs(r.Context(), slog.LevelError, "connect: "+op, slog.Any("err", err))
+	s.message(w, http.StatusInternalServerError, "Something went wrong", "Something went wrong on the server. Nothing was stored; please try again.", "error", true, nil)
+}
+
+// redirect answers 303 to a local path. Locations are always built here
+// from fixed paths or safeNext output, never from raw input.
+func redirect(w http.ResponseWriter, location string) {
+	w.Header().Set("Location", location)
+	w.WriteHeader(http.StatusSeeOther)
+}
+
+func loginURL(next string) string {
+	return "/ui/login?next=" + url.QueryEscape(safeNext(next))
+}
+
+// safeNext returns next if it is a plain local path under /ui/, else "/ui/".
+// It refuses scheme- or host-bearing URLs, protocol-relative "//host",
+// backslashes (which browsers treat as slashes), control or non-ASCII
+// bytes, and dot segments that could climb out of /ui/.
+func safeNext(next string) string {
+	const home = "/ui/"
+	if len(next) > 2048 || !strings.HasPrefix(next, home) || strings.HasPrefix(next, "//") {
+		return home
+	}
+	for i := 0; i < len(next); i++ {
+		if c := next[i]; c <= 0x20 || c >= 0x7f || c == '\\' {
+			return home
+		}
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || !strings.HasPrefix(u.Path, home) {
+		return home
+	}
+	for _, seg := range strings.Split(u.Path, "/") {
+		if seg == "." || seg == ".." {
+			return home
+		}
+	}
+	out := u.EscapedPath()
+	if u.RawQuery != "" {
+		out += "?" + u.RawQuery
+	}
+	return out
+}
+
+func (s *Service) cookie(name, value string, maxAge int) *http.Cookie {
+	return &http.Cookie{
+		Name:     name,
+		Value:    value,
+		Path:     "/ui",
+		MaxAge:   maxAge,
+		HttpOnly: true,
+		Secure:   s.secure,
+		SameSite: http.SameSiteLaxMode,
+	}
+}
+
+// session returns the request's live session, or nil if it has none, an
+// unknown one, or an expired one. err is only for store failures.
+func (s *Service) session(r *http.Request) (*store.Session, error) {
+	c, err := r.Cookie(SessionCookie)
+	if err != nil || !validToken(c.Value) {
+		return nil, nil
+	}
+	sess, err := s.store.GetSession(r.Context(), c.Value)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !s.now().Before(sess.ExpiresAt) {
+		return nil, nil
+	}
+	return sess, nil
+}
+
+// tokensEqual compares secrets in constant time; empty never matches.
+func tokensEqual(a, b string) bool {
+	return a != "" && b != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+func remote(r *http.Request) slog.Attr { return slog.String("remote", r.RemoteAddr) }
+
+func (s *Service) getHome(w http.ResponseWriter, r *http.Request) {
+	sess, err := s.session(r)
+	if err != nil {
+		s.internalError(w, r, "session", err)
+		return
+	}
+	if sess == nil {
+		redirect(w, loginURL("/ui/"))
+		return
+	}
+	s.render(w, http.StatusOK, "home", &page{Title: "Signed in", User: sess.Principal, CSRF: sess.CSRF, Next: "/ui/"})
+}
+
+// loginCSRF returns the browser's double-submit token, minting and setting
+// a new one if it has none.
+func (s *Service) loginCSRF(w http.ResponseWriter, r *http.Request) (string, error) {
+	if c, err := r.Cookie(LoginCSRFCookie); err == nil && validToken(c.Value) {
+		return c.Value, nil
+	}
+	tok, err := randomToken()
+	if err != nil {
+		return "", err
+	}
+	http.SetCookie(w, s.cookie(LoginCSRFCookie, tok, 0))
+	return tok, nil
+}
+
+func (s *Service) loginPage(w http.ResponseWriter, r *http.Request, status int, next, username, errMsg string) {
+	tok, err := s.loginCSRF(w, r)
+	if err != nil {
+		s.internalError(w, r, "login csrf", err)
+		return
+	}
+	p := &page{Title: "Sign in", CSRF: tok, Next: safeNext(next), Username: username, Error: errMsg}
+	if sess, err := s.session(r); err == nil && sess != nil {
+		p.User = sess.Principal
+	}
+	s.render(w, status, "login", p)
+}
+
+func (s *Service) getLogin(w http.ResponseWriter, r *http.Request) {
+	s.loginPage(w, r, http.StatusOK, r.URL.Query().Get("next"), "", "")
+}
+
+func (s *Service) postLogin(w http.ResponseWriter, r *http.Request) {
+	next := safeNext(r.PostForm.Get("next"))
+	c, err := r.Cookie(LoginCSRFCookie)
+	if err != nil || !tokensEqual(c.Value, r.PostForm.Get("csrf")) {
+		s.audit(r.Context(), slog.LevelWarn, "csrf_rejected", slog.String("page", "login"), remote(r))
+		s.loginPage(w, r, http.StatusForbidden, next, "", "Your sign-in form expired. Please try again.")
+		return
+	}
+	username := strings.TrimSpace(r.PostForm.Get("username"))
+	if !auth.ValidUserName(username) {
+		shown := username
+		if !utf8.ValidString(shown) || len(shown) > 64 {
+			shown = ""
+		}
+		s.loginPage(w, r, http.StatusBadRequest, next, shown, "User names are 1 to 64 letters, digits, dots, underscores or hyphens.")
+		return
+	}
+	ctx := r.Context()
+	// A fresh session id on every login (no session fixation); the old
+	// session, if any, ends.
+	if old, err := r.Cookie(SessionCookie); err == nil && validToken(old.Value) {
+		if err := s.store.DeleteSession(ctx, old.Value); err != nil {
+			s.internalError(w, r, "delete old session", err)
+			return
+		}
+	}
+	id, err := randomToken()
+	if err != nil {
+		s.internalError(w, r, "session id", err)
+		return
+	}
+	csrf, err := randomToken()
+	if err != nil {
+		s.internalError(w, r, "session csrf", err)
+		return
+	}
+	now := s.now()
+	sess := &store.Session{ID: id, Principal: username, CSRF: csrf, CreatedAt: now, ExpiresAt: now.Add(s.sessionTTL)}
+	if err := s.store.CreateSession(ctx, sess); err != nil {
+		s.internalError(w, r, "create session", err)
+		return
+	}
+	http.SetCookie(w, s.cookie(SessionCookie, id, int(s.sessionTTL.Seconds())))
+	s.audit(ctx, slog.LevelInfo, "login", slog.String("principal", username), remote(r))
+	redirect(w, next)
+}
+
+func (s *Service) postLogout(w http.ResponseWriter, r *http.Request) {
+	target := "/ui/login"
+	if n := r.PostForm.Get("next"); n != "" {
+		target = loginURL(n)
+	}
+	sess, err := s.session(r)
+	if err != nil {
+		s.internalError(w, r, "session", err)
+		return
+	}
+	if sess == nil {
+		// Nothing to end; just drop a stale cookie.
+		http.SetCookie(w, s.cookie(SessionCookie, "", -1))
+		redirect(w, target)
+		return
+	}
+	if !tokensEqual(sess.CSRF, r.PostForm.Get("csrf")) {
+		s.audit(r.Context(), slog.LevelWarn, "csrf_rejected", slog.String("page", "logout"), slog.String("principal", sess.Principal), remote(r))
+		s.message(w, http.StatusForbidden, "Request refused", "This form expired or did not come from this site. Please try again.", "error", true, nil)
+		return
+	}
+	if err := s.store.DeleteSession(r.Context(), sess.ID); err != nil {
+		s.internalError(w, r, "delete session", err)
+		return
+	}
+	http.SetCookie(w, s.cookie(SessionCookie, "", -1))
+	s.audit(r.Context(), slog.LevelInfo, "logout", slog.String("principal", sess.Principal), remote(r))
+	redirect(w, target)
+}
+
+const (
+	msgInvalidFlow = "This link is invalid or has expired."
+	msgOtherUser   = "This request was made for a different account. Nothing was stored."
+	msgDone        = "Done. Return to your MCP client and choose Accept to continue."
+)
+
+// checkFlow loads the flow a page is about and enforces that it is live
+// and that the signed-in user is the one it was made for (SEC-U-S-06,
+// SEC-U-S-07). On refusal it writes the response and returns nil.
+func (s *Service) checkFlow(w http.ResponseWriter, r *http.Request, id string, sess *store.Session) *store.Flow {
+	ctx := r.Context()
+	if !validFlowID(id) {
+		s.message(w, http.StatusNotFound, "Link not valid", msgInvalidFlow, "invalid", true, sess)
+		return nil
+	}
+	f, err := s.store.GetFlow(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		s.message(w, http.StatusNotFound, "Link not valid", msgInvalidFlow, "invalid", true, sess)
+		return nil
+	}
+	if err != nil {
+		s.internalError(w, r, "get flow", err)
+		return nil
+	}
+	if !s.now().Before(f.ExpiresAt) {
+		s.message(w, http.StatusNotFound, "Link not valid", msgInvalidFlow, "invalid", true, sess)
+		return nil
+	}
+	if f.Principal != sess.Principal {
+		s.audit(ctx, slog.LevelWarn, "flow_refused_other_user",
+			slog.String("flow_id", f.ID),
+			slog.String("flow_principal", f.Principal),
+			slog.String("session_principal", sess.Principal),
+			slog.String("method", r.Method),
+			remote(r))
+		p := &page{Title: "Wrong account", Heading: "Wrong account", Message: msgOtherUser, MsgID: "wrong-account", Alert: true,
+			User: sess.Principal, CSRF: sess.CSRF, Next: "/ui/set_api_key?flow=" + f.ID}
+		s.render(w, http.StatusForbidden, "message", p)
+		return nil
+	}
+	return f
+}
+
+func (s *Service) getKeyForm(w http.ResponseWriter, r *http.Request) {
+	sess, err := s.session(r)
+	if err != nil {
+		s.internalError(w, r, "session", err)
+		return
+	}
+	if sess == nil {
+		redirect(w, loginURL(r.URL.RequestURI()))
+		return
+	}
+	f := s.checkFlow(w, r, r.URL.Query().Get("flow"), sess)
+	if f == nil {
+		return
+	}
+	if f.Status == store.FlowComplete {
+		s.message(w, http.StatusOK, "Already done", "This step is already done. Return to your MCP client and choose Accept to continue.", "already-done", false, sess)
+		return
+	}
+	s.keyForm(w, http.StatusOK, f, sess, "")
+}
+
+func (s *Service) keyForm(w http.ResponseWriter, status int, f *store.Flow, sess *store.Session, errMsg string) {
+	heading := purposeHeading(f.Purpose)
+	s.render(w, status, "keyform", &page{
+		Title:   heading,
+		Heading: heading,
+		User:    sess.Principal,
+		CSRF:    sess.CSRF,
+		FlowID:  f.ID,
+		Next:    "/ui/set_api_key?flow=" + f.ID,
+		Error:   errMsg,
+	})
+}
+
+// checkSecret validates a submitted key. Messages never include it.
+func checkSecret(key string) string {
+	switch {
+	case key == "":
+		return "Enter your API key."
+	case len(key) > MaxSecretLen:
+		return "That API key is too long (the limit is 4096 bytes). Nothing was stored."
+	case !utf8.ValidString(key) || strings.IndexFunc(key, unicode.IsControl) >= 0:
+		return "That API key contains characters that are not allowed. Nothing was stored."
+	}
+	return ""
+}
+
+func (s *Service) postKey(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	flowID := r.PostForm.Get("flow")
+	sess, err := s.session(r)
+	if err != nil {
+		s.internalError(w, r, "session", err)
+		return
+	}
+	if sess == nil {
+		next := "/ui/"
+		if validFlowID(flowID) {
+			next = "/ui/set_api_key?flow=" + flowID
+		}
+		redirect(w, loginURL(next))
+		return
+	}
+	if !tokensEqual(sess.CSRF, r.PostForm.Get("csrf")) {
+		s.audit(ctx, slog.LevelWarn, "csrf_rejected", slog.String("page", "set_api_key"), slog.String("principal", sess.Principal), remote(r))
+		s.message(w, http.StatusForbidden, "Request refused", "This form expired or did not come from this site. Nothing was stored.", "error", true, sess)
+		return
+	}
+	f := s.checkFlow(w, r, flowID, sess)
+	if f == nil {
+		return
+	}
+	if f.Status == store.FlowComplete {
+		s.message(w, http.StatusConflict, "Already done", "This step was already completed. The key you just entered was not stored.", "already-done", true, sess)
+		return
+	}
+	key := strings.TrimSpace(r.PostForm.Get("api_key"))
+	if msg := checkSecret(key); msg != "" {
+		s.keyForm(w, http.StatusBadRequest, f, sess, msg)
+		return
+	}
+	sealed, err := s.seal(f.Principal, f.Purpose, []byte(key))
+	if err != nil {
+		s.internalError(w, r, "seal", err)
+		return
+	}
+	err = s.store.CompleteFlow(ctx, f.ID, sess.Principal, sealed, s.now())
+	switch {
+	case err == nil:
+	case errors.Is(err, store.ErrNotFound):
+		s.message(w, http.StatusNotFound, "Link not valid", msgInvalidFlow, "invalid", true, sess)
+		return
+	case errors.Is(err, store.ErrConflict):
+		s.completeConflict(ctx, w, r, f.ID, sess)
+		return
+	default:
+		s.internalError(w, r, "complete flow", err)
+		return
+	}
+	s.audit(ctx, slog.LevelInfo, "flow_completed",
+		slog.String("flow_id", f.ID), slog.String("principal", sess.Principal), slog.String("purpose", f.Purpose), remote(r))
+	s.message(w, http.StatusOK, "Done", msgDone, "done", false, sess)
+}
+
+// completeConflict explains a CompleteFlow that lost a race: another
+// submission finished it, or it expired meanwhile.
+func (s *Service) completeConflict(ctx context.Context, w http.ResponseWriter, r *http.Request, id string, sess *store.Session) {
+	f, err := s.store.GetFlow(ctx, id)
+	switch {
+	case err == nil && f.Status == store.FlowComplete:
+		s.message(w, http.StatusConflict, "Already done", "This step was already completed. The key you just entered was not stored.", "already-done", true, sess)
+	case err == nil || errors.Is(err, store.ErrNotFound):
+		s.message(w, http.StatusNotFound, "Link not valid", msgInvalidFlow, "invalid", true, sess)
+	default:
+		s.internalError(w, r, "get flow", err)
+	}
+}
