@@ -507,3 +507,18 @@ func TestParseFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestSweepRemovesExpiredFlows(t *testing.T) {
+	e := newEnv(t)
+	first := e.connect(1, "alice", "")
+	e.advance(16 * time.Minute) // past the flow's 15 minutes
+	n, err := e.app.sweep(t.Context())
+	if err != nil || n != 1 {
+		t.Fatalf("sweep = %d, %v; want the one expired flow", n, err)
+	}
+	// The state is expired too; a fresh call starts a new flow.
+	e.connect(2, "alice", answer("accept", first.state())).wantError(t, 400, -32602)
+	if r := e.connect(3, "alice", ""); r.resultType() != "input_required" {
+		t.Fatalf("new flow: %s", r.Raw)
+	}
+}

@@ -133,6 +133,7 @@ func run(args []string, stderr io.Writer) error {
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	go app.sweepLoop(ctx, 5*time.Minute, logger)
 	logger.Info("elicitd listening", "mcp", cfg.publicURL+"/mcp", "pages", cfg.publicURL+"/ui/", "data", cfg.dataDir, "version", version)
 	select {
 	case err := <-errc:
@@ -149,6 +150,27 @@ func run(args []string, stderr io.Writer) error {
 type app struct {
 	http.Handler
 	closers []func() error
+	// sweep deletes expired flows and sessions; run calls it on a timer.
+	sweep func(context.Context) (int64, error)
+}
+
+// sweepLoop deletes expired flows and sessions every interval until ctx ends.
+func (a *app) sweepLoop(ctx context.Context, interval time.Duration, logger *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			n, err := a.sweep(ctx)
+			if err != nil {
+				logger.Error("sweeping expired flows and sessions", "err", err)
+			} else if n > 0 {
+				logger.Info("swept expired flows and sessions", "rows", n)
+			}
+		}
+	}
 }
 
 func (a *app) Close() error {
@@ -177,6 +199,7 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 	if now == nil {
 		now = time.Now
 	}
+	a.sweep = func(ctx context.Context) (int64, error) { return st.DeleteExpired(ctx, now()) }
 	flows, err := connect.New(connect.Options{Store: st, MasterKey: master, BaseURL: cfg.publicURL, Logger: logger, Now: now})
 	if err != nil {
 		a.Close()
