@@ -174,7 +174,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, StatusFor(jerr.Code), req.ID, jerr)
 		return
 	}
-	sw := &streamWriter{w: w}
+	sw := &streamWriter{w: w, sseOK: acceptsEventStream(r.Header.Values("Accept"))}
 	resp := h.srv.Serve(r.Context(), in, p.Subject, sw.notify)
 	sw.finish(resp)
 }
@@ -369,8 +369,22 @@ func writeJSON(w http.ResponseWriter, status int, resp *jsonrpc.Response) {
 type streamWriter struct {
 	mu     sync.Mutex
 	w      http.ResponseWriter
+	sseOK  bool // the client's Accept allows text/event-stream
 	sse    bool
 	closed bool
+}
+
+// acceptsEventStream reports whether Accept values allow an SSE answer.
+func acceptsEventStream(values []string) bool {
+	for _, v := range values {
+		for _, part := range strings.Split(v, ",") {
+			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err == nil && (mt == "text/event-stream" || mt == "text/*" || mt == "*/*") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (s *streamWriter) notify(n *jsonrpc.Notification) error {
@@ -378,6 +392,9 @@ func (s *streamWriter) notify(n *jsonrpc.Notification) error {
 	defer s.mu.Unlock()
 	if s.closed {
 		return errors.New("streamhttp: response already sent")
+	}
+	if !s.sseOK {
+		return nil // a JSON-only client gets the final response alone
 	}
 	if !s.sse {
 		s.sse = true

@@ -189,6 +189,15 @@ func TestProgressStreamsSSE(t *testing.T) {
 	}
 }
 
+func TestJSONOnlyClientGetsNoStream(t *testing.T) {
+	hs := testServer(t)
+	body := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"slow","_meta":{"progressToken":"p1","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	status, hd, out := call{"POST", with(std("tools/call", "slow"), "Accept", "application/json"), body}.do(t, hs.URL)
+	if status != 200 || hd.Get("Content-Type") != "application/json" || strings.Contains(out, "notifications/progress") {
+		t.Fatalf("status %d type %q body %s", status, hd.Get("Content-Type"), out)
+	}
+}
+
 func TestNotificationAccepted(t *testing.T) {
 	hs := testServer(t)
 	status, _, _ := call{"POST", std("notifications/cancelled", ""), `{"jsonrpc":"2.0","method":"notifications/cancelled"}`}.do(t, hs.URL)

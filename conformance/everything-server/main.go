@@ -1,0 +1,81 @@
+// Command everything-server is the MCP 2026-07-28 "everything" server of
+// the official conformance suite: every fixture tool, prompt, resource and
+// MRTR flow the suite exercises, served statelessly over Streamable HTTP
+// at /mcp.
+//
+//	go run ./conformance/everything-server --addr 127.0.0.1:3001
+//	shared/conformance/run server --url http://127.0.0.1:3001/mcp --requirements 2026-07-28
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/mcp-elicit/elicit/streamhttp"
+)
+
+const endpoint = "/mcp"
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:3001", "listen address host:port (keep it on loopback: only loopback Host headers are accepted)")
+	flag.Parse()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if err := run(*addr, logger); err != nil {
+		logger.Error("everything-server failed", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(addr string, logger *slog.Logger) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	mux := http.NewServeMux()
+	mux.Handle(endpoint, streamhttp.NewHandler(newServer(logger), &streamhttp.Options{Logger: logger}))
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		// No WriteTimeout: tools/call may answer with an SSE stream
+		// (progress notifications) whose length the server does not know
+		// in advance; handlers stop on request-context cancellation.
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	url := "http://" + ln.Addr().String() + endpoint
+	fmt.Println(url)
+	logger.Info("listening", "url", url)
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return err
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
