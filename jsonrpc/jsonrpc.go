@@ -11,7 +11,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
+	"sync"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Version is the only value accepted in the "jsonrpc" member.
@@ -148,77 +152,79 @@ func (n *Notification) MarshalJSON() ([]byte, error) {
 // body must be a single JSON object with "jsonrpc":"2.0", a string
 // "method", an optional string or integer "id", an optional object
 // "params", and nothing else after it. Members other than these are
-// refused, as are duplicated members.
+// refused, as are duplicated members and invalid UTF-8.
 //
 // On failure it returns a *Error with CodeParseError (not JSON) or
-// CodeInvalidRequest (JSON, but not a request); the returned ID is set when
-// it could be read, so the error response can echo it.
+// CodeInvalidRequest (JSON, but not a request); the returned Request holds
+// the ID when it could be read, so the error response can echo it.
 func DecodeRequest(data []byte) (*Request, *Error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	tok, err := dec.Token()
+	dec := decoderPool.Get().(*jsontext.Decoder)
+	defer func() {
+		dec.Reset(emptyReader)
+		decoderPool.Put(dec)
+	}()
+	br := readerPool.Get().(*bytes.Reader)
+	defer readerPool.Put(br)
+	br.Reset(data)
+	dec.Reset(br)
+
+	tok, err := dec.ReadToken()
 	if err != nil {
-		return nil, NewError(CodeParseError, "Parse error: body is not JSON")
+		return nil, parseError
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
+	if tok.Kind() != '{' {
 		if !json.Valid(data) {
-			return nil, NewError(CodeParseError, "Parse error: body is not JSON")
+			return nil, parseError
 		}
 		return nil, NewError(CodeInvalidRequest, "Invalid request: expected one JSON-RPC object (batches are not supported)")
 	}
 	var (
 		req                     Request
-		seen                    = map[string]bool{}
 		haveVersion, haveMethod bool
 		invalid                 *Error
 	)
-	for dec.More() {
-		kt, err := dec.Token()
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadToken()
 		if err != nil {
-			return nil, NewError(CodeParseError, "Parse error: body is not JSON")
+			return syntaxError(&req, err)
 		}
-		key, _ := kt.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, NewError(CodeParseError, "Parse error: body is not JSON")
+		key := name.String()
+		val, err := dec.ReadValue()
+		if err != nil {
+			return syntaxError(&req, err)
 		}
-		if seen[key] {
-			invalid = orErr(invalid, NewError(CodeInvalidRequest, "Invalid request: duplicate member %q", key))
-			continue
-		}
-		seen[key] = true
 		switch key {
 		case "jsonrpc":
-			var v string
-			if json.Unmarshal(raw, &v) != nil || v != Version {
+			if string(val) != `"2.0"` {
 				invalid = orErr(invalid, NewError(CodeInvalidRequest, `Invalid request: "jsonrpc" must be "2.0"`))
 			}
 			haveVersion = true
 		case "id":
-			if err := req.ID.UnmarshalJSON(raw); err != nil {
+			if err := req.ID.UnmarshalJSON(val); err != nil {
 				invalid = orErr(invalid, NewError(CodeInvalidRequest, "Invalid request: id must be a string or an integer"))
 			}
 		case "method":
-			if json.Unmarshal(raw, &req.Method) != nil || req.Method == "" {
+			m, err := jsontext.AppendUnquote(nil, val)
+			if val.Kind() != '"' || err != nil || len(m) == 0 {
 				invalid = orErr(invalid, NewError(CodeInvalidRequest, `Invalid request: "method" must be a non-empty string`))
 			}
+			req.Method = string(m)
 			haveMethod = true
 		case "params":
-			t := bytes.TrimSpace(raw)
-			if len(t) == 0 || t[0] != '{' {
+			if val.Kind() != '{' {
 				invalid = orErr(invalid, NewError(CodeInvalidRequest, `Invalid request: "params" must be an object`))
 			}
-			req.Params = raw
+			req.Params = append(json.RawMessage(nil), val...)
 		case "result", "error":
 			invalid = orErr(invalid, NewError(CodeInvalidRequest, "Invalid request: a response is not accepted here"))
 		default:
 			invalid = orErr(invalid, NewError(CodeInvalidRequest, "Invalid request: unknown member %q", key))
 		}
 	}
-	if _, err := dec.Token(); err != nil { // closing brace
-		return nil, NewError(CodeParseError, "Parse error: body is not JSON")
+	if _, err := dec.ReadToken(); err != nil { // closing brace
+		return syntaxError(&req, err)
 	}
-	if len(bytes.TrimSpace(data[dec.InputOffset():])) != 0 {
+	if _, err := dec.ReadToken(); err != io.EOF {
 		return nil, NewError(CodeParseError, "Parse error: trailing data after the JSON object")
 	}
 	if invalid == nil && (!haveVersion || !haveMethod) {
@@ -228,6 +234,22 @@ func DecodeRequest(data []byte) (*Request, *Error) {
 		return &Request{ID: req.ID}, invalid
 	}
 	return &req, nil
+}
+
+var (
+	parseError  = &Error{Code: CodeParseError, Message: "Parse error: body is not JSON"}
+	emptyReader = bytes.NewReader(nil)
+	decoderPool = sync.Pool{New: func() any { return jsontext.NewDecoder(emptyReader) }}
+	readerPool  = sync.Pool{New: func() any { return new(bytes.Reader) }}
+)
+
+// syntaxError classifies a decoder error: a duplicated member is a JSON
+// text that is not a valid request; anything else is a parse error.
+func syntaxError(req *Request, err error) (*Request, *Error) {
+	if errors.Is(err, jsontext.ErrDuplicateName) {
+		return &Request{ID: req.ID}, NewError(CodeInvalidRequest, "Invalid request: duplicate member")
+	}
+	return nil, parseError
 }
 
 func orErr(first, next *Error) *Error {
