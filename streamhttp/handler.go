@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/mcp-elicit/elicit/auth"
 	"github.com/mcp-elicit/elicit/jsonrpc"
@@ -39,7 +40,7 @@ const DefaultMaxBodyBytes = 1 << 20
 
 // Standard header names (streamable-http.mdx §Standard Request Headers).
 const (
-	HeaderProtocolVersion = "MCP-Protocol-Version"
+	HeaderProtocolVersion = "Mcp-Protocol-Version" // canonical form of MCP-Protocol-Version
 	HeaderMethod          = "Mcp-Method"
 	HeaderName            = "Mcp-Name"
 	HeaderParamPrefix     = "Mcp-Param-"
@@ -136,7 +137,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Unauthorized"))
 		return
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "" {
+	if ct := r.Header.Get("Content-Type"); ct != "" && ct != "application/json" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 			writeError(w, http.StatusUnsupportedMediaType, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Content-Type must be application/json"))
 			return
@@ -253,13 +254,12 @@ func DecodeHeaderValue(v string) (string, bool) {
 		return v, true
 	}
 	b, err := base64.StdEncoding.Strict().DecodeString(v[len(pre) : len(v)-len(suf)])
-	if err != nil || !utf8Valid(b) {
+	if err != nil || !utf8.Valid(b) {
 		return "", false
 	}
 	return string(b), true
 }
 
-func utf8Valid(b []byte) bool { return strings.ToValidUTF8(string(b), "\uFFFD") == string(b) }
 
 func checkParamHeaders(hd http.Header, params []mcpserver.HeaderParam, args json.RawMessage) *jsonrpc.Error {
 	var obj map[string]any
