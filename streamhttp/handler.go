@@ -260,7 +260,6 @@ func DecodeHeaderValue(v string) (string, bool) {
 	return string(b), true
 }
 
-
 func checkParamHeaders(hd http.Header, params []mcpserver.HeaderParam, args json.RawMessage) *jsonrpc.Error {
 	var obj map[string]any
 	if len(args) > 0 && string(args) != "null" {
