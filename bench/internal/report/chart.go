@@ -1,0 +1,109 @@
+package report
+
+import (
+	"fmt"
+	"image/color"
+	"os"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+var serverColor = map[string]color.Color{
+	Ceiling: color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff},
+	GoSDK:   color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	Elicit:  color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+}
+
+var serverGlyph = map[string]draw.GlyphDrawer{Ceiling: draw.BoxGlyph{}, GoSDK: draw.TriangleGlyph{}, Elicit: draw.CircleGlyph{}}
+
+// WriteChart writes a PNG with one panel per scenario: median requests/s
+// (MRTR: legs/s) against connections (log scale) for the three servers.
+func WriteChart(path string, scenarios []string, s *Summary) error {
+	var panels []*plot.Plot
+	for _, sc := range scenarios {
+		p := plot.New()
+		p.Title.Text = map[string]string{"call": "tools/call", "mrtr": "MRTR flow (legs)", "discover": "server/discover"}[sc]
+		p.X.Label.Text = "connections"
+		p.Y.Label.Text = "requests/s"
+		p.X.Scale = plot.LogScale{}
+		p.Y.Min = 0
+		p.Y.Tick.Marker = plot.TickerFunc(func(min, max float64) []plot.Tick {
+			ticks := plot.DefaultTicks{}.Ticks(min, max)
+			for i := range ticks {
+				if ticks[i].Label != "" {
+					ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'f', 0, 64)
+				}
+			}
+			return ticks
+		})
+		p.Legend.Top = true
+		p.Legend.Left = true
+		p.Add(plotter.NewGrid())
+		var ticks plot.ConstantTicks
+		for _, k := range s.Keys {
+			if k.Scenario == sc {
+				ticks = append(ticks, plot.Tick{Value: float64(k.Conns), Label: strconv.Itoa(k.Conns)})
+			}
+		}
+		if len(ticks) == 0 {
+			continue
+		}
+		p.X.Tick.Marker = ticks
+		p.X.Min, p.X.Max = ticks[0].Value/1.3, ticks[len(ticks)-1].Value*1.3
+		maxY := 0.0
+		for _, srv := range Servers {
+			var pts plotter.XYs
+			for _, k := range s.Keys {
+				if c := s.Cells[k][srv]; k.Scenario == sc && c != nil {
+					pts = append(pts, plotter.XY{X: float64(k.Conns), Y: c.RPS})
+					maxY = max(maxY, c.RPS)
+				}
+			}
+			if len(pts) == 0 {
+				continue
+			}
+			l, sp, err := plotter.NewLinePoints(pts)
+			if err != nil {
+				return err
+			}
+			l.Color = serverColor[srv]
+			l.Width = vg.Points(1.5)
+			sp.Color = serverColor[srv]
+			sp.Shape = serverGlyph[srv]
+			sp.Radius = vg.Points(3)
+			p.Add(l, sp)
+			p.Legend.Add(serverTitle[srv], l, sp)
+		}
+		p.Y.Max = maxY * 1.25
+		panels = append(panels, p)
+	}
+	if len(panels) == 0 {
+		return fmt.Errorf("report: nothing to chart")
+	}
+	const panelW, panelH = 4 * vg.Inch, 3.2 * vg.Inch
+	img := vgimg.NewWith(vgimg.UseWH(panelW*vg.Length(len(panels)), panelH), vgimg.UseDPI(110))
+	dc := draw.New(img)
+	// White background.
+	dc.SetColor(color.White)
+	dc.Fill(dc.Rectangle.Path())
+	tiles := draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 2,
+		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4}
+	canvases := plot.Align([][]*plot.Plot{panels}, tiles, dc)
+	for i, p := range panels {
+		p.Draw(canvases[0][i])
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,421 @@
+// Package report turns mcpbench's measurements into BENCHMARKS.md and the
+// throughput chart: medians over rounds, ratios computed round by round
+// (pair by pair, then the median), and the issue's targets checked.
+package report
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+)
+
+// Server names, in the order they run in every round.
+const (
+	Ceiling = "ceiling"
+	GoSDK   = "gosdk"
+	Elicit  = "elicit"
+)
+
+// Servers lists the servers in run order.
+var Servers = []string{Ceiling, GoSDK, Elicit}
+
+// Results is everything one mcpbench invocation measured.
+type Results struct {
+	Machine  Machine       `json:"machine"`
+	Settings Settings      `json:"settings"`
+	Runs     []Run         `json:"runs"`
+	Micro    []Micro       `json:"micro,omitempty"`
+	States   *StateSizes   `json:"states,omitempty"`
+	Pending  []Pending     `json:"pending,omitempty"`
+	Profiles []Profile     `json:"profiles,omitempty"`
+	Started  time.Time     `json:"started"`
+	Took     time.Duration `json:"took"`
+	// Notes is hand-written analysis appended to BENCHMARKS.md.
+	Notes string `json:"-"`
+}
+
+// Machine describes where the run happened.
+type Machine struct {
+	CPU       string `json:"cpu"`
+	NumCPU    int    `json:"numCPU"`
+	MemTotal  string `json:"memTotal"`
+	Kernel    string `json:"kernel"`
+	GoVersion string `json:"goVersion"`
+	// Source is `git describe --always --dirty` of the working tree.
+	Source     string `json:"source"`
+	LoadBefore string `json:"loadBefore"`
+	LoadAfter  string `json:"loadAfter"`
+}
+
+// Settings are the run's parameters.
+type Settings struct {
+	Command     string        `json:"command"`
+	Args        []string      `json:"args"`
+	Connections []int         `json:"connections"`
+	Scenarios   []string      `json:"scenarios"`
+	Duration    time.Duration `json:"duration"`
+	Warmup      time.Duration `json:"warmup"`
+	Rounds      int           `json:"rounds"`
+	ServerProcs int           `json:"serverProcs"`
+	ClientProcs int           `json:"clientProcs"`
+	PendingN    int           `json:"pendingFlows"`
+}
+
+// Run is one measured run of one server.
+type Run struct {
+	Server   string  `json:"server"`
+	Scenario string  `json:"scenario"`
+	Conns    int     `json:"connections"`
+	Round    int     `json:"round"`
+	Requests int64   `json:"requests"`
+	Errors   int64   `json:"errors"`
+	FirstErr string  `json:"firstError,omitempty"`
+	RPS      float64 `json:"rps"`
+	// Latencies in nanoseconds.
+	P50  time.Duration `json:"p50"`
+	P99  time.Duration `json:"p99"`
+	P999 time.Duration `json:"p999"`
+	Max  time.Duration `json:"max"`
+	// AllocsPerReq and BytesPerReq are server allocations per request.
+	AllocsPerReq float64 `json:"allocsPerReq"`
+	BytesPerReq  float64 `json:"bytesPerReq"`
+	// ServerCPUPerReq is server user+system CPU time per request;
+	// ClientCPUPerReq the load generator's.
+	ServerCPUPerReq time.Duration `json:"serverCPUPerReq"`
+	ClientCPUPerReq time.Duration `json:"clientCPUPerReq"`
+	// RSS is the largest VmRSS sampled during the run (once a second and at
+	// the end); PeakRSS the process's VmHWM after the run. Bytes.
+	RSS     uint64 `json:"rss"`
+	PeakRSS uint64 `json:"peakRSS"`
+	// StateLen is the requestState length seen on the wire (MRTR).
+	StateLen int `json:"stateLen,omitempty"`
+}
+
+// Micro is one micro benchmark result.
+type Micro struct {
+	Name        string  `json:"name"`
+	NsPerOp     float64 `json:"nsPerOp"`
+	BytesPerOp  int64   `json:"bytesPerOp"`
+	AllocsPerOp int64   `json:"allocsPerOp"`
+	N           int     `json:"n"`
+}
+
+// StateSizes are the sealed requestState lengths (bytes on the wire).
+type StateSizes struct {
+	Billing int `json:"billing"`
+	Form    int `json:"form"`
+}
+
+// Pending is the heap growth of a server holding N started flows.
+type Pending struct {
+	Server     string `json:"server"`
+	Flows      int64  `json:"flows"`
+	Errors     int64  `json:"errors"`
+	HeapBefore uint64 `json:"heapBefore"`
+	HeapAfter  uint64 `json:"heapAfter"`
+}
+
+// Growth returns HeapAfter − HeapBefore (may be negative).
+func (p Pending) Growth() int64 { return int64(p.HeapAfter) - int64(p.HeapBefore) }
+
+// Profile is a pprof top taken while a server was under load.
+type Profile struct {
+	Server   string `json:"server"`
+	Scenario string `json:"scenario"`
+	Conns    int    `json:"connections"`
+	Kind     string `json:"kind"` // "cpu, flat", "cpu, cumulative" or "allocated bytes"
+	File     string `json:"file"`
+	Top      string `json:"top"`
+}
+
+// KindPackages is the Profile.Kind of the cumulative CPU top restricted
+// to elicit's own packages (the excerpt shown next to missed targets).
+const KindPackages = "cpu, cumulative, elicit's packages only"
+
+// Cell is the summary of one (scenario, connections, server).
+type Cell struct {
+	RPS, AllocsPerReq, BytesPerReq float64
+	P50, P99, P999                 time.Duration
+	ServerCPU                      time.Duration
+	RSS                            uint64
+	Errors                         int64
+	Rounds                         int
+}
+
+// Key identifies a (scenario, connections) pair.
+type Key struct {
+	Scenario string
+	Conns    int
+}
+
+// Summary is Results reduced to medians and pairwise ratios.
+type Summary struct {
+	Cells map[Key]map[string]*Cell
+	// Ratios[key]["elicit/ceiling"] is the median over rounds of the
+	// per-round throughput ratio.
+	Ratios map[Key]map[string]float64
+	// CPURatios is the same for server CPU per request (inverse, so that
+	// larger is better for the numerator: ceilingCPU/elicitCPU).
+	CPURatios map[Key]map[string]float64
+	Keys      []Key
+}
+
+// Ratio names.
+const (
+	RatioElicitCeiling = "elicit/ceiling"
+	RatioElicitGoSDK   = "elicit/gosdk"
+	RatioGoSDKCeiling  = "gosdk/ceiling"
+	RatioCeilingGoSDK  = "ceiling/gosdk"
+)
+
+var ratioPairs = []struct{ name, num, den string }{
+	{RatioElicitCeiling, Elicit, Ceiling},
+	{RatioElicitGoSDK, Elicit, GoSDK},
+	{RatioGoSDKCeiling, GoSDK, Ceiling},
+	{RatioCeilingGoSDK, Ceiling, GoSDK},
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func medianDur(ds []time.Duration) time.Duration {
+	xs := make([]float64, len(ds))
+	for i, d := range ds {
+		xs[i] = float64(d)
+	}
+	return time.Duration(median(xs))
+}
+
+// Summarize computes medians and pairwise ratios.
+func Summarize(r *Results) *Summary {
+	s := &Summary{Cells: map[Key]map[string]*Cell{}, Ratios: map[Key]map[string]float64{}, CPURatios: map[Key]map[string]float64{}}
+	type acc struct {
+		rps, allocs, bytes []float64
+		p50, p99, p999     []time.Duration
+		cpu                []time.Duration
+		rss                uint64
+		errs               int64
+	}
+	accs := map[Key]map[string]*acc{}
+	type roundKey struct {
+		Key
+		round int
+	}
+	byRound := map[roundKey]map[string]Run{}
+	for _, run := range r.Runs {
+		k := Key{run.Scenario, run.Conns}
+		if accs[k] == nil {
+			accs[k] = map[string]*acc{}
+			s.Keys = append(s.Keys, k)
+		}
+		a := accs[k][run.Server]
+		if a == nil {
+			a = &acc{}
+			accs[k][run.Server] = a
+		}
+		a.rps = append(a.rps, run.RPS)
+		a.allocs = append(a.allocs, run.AllocsPerReq)
+		a.bytes = append(a.bytes, run.BytesPerReq)
+		a.p50, a.p99, a.p999 = append(a.p50, run.P50), append(a.p99, run.P99), append(a.p999, run.P999)
+		a.cpu = append(a.cpu, run.ServerCPUPerReq)
+		a.rss = max(a.rss, run.RSS)
+		a.errs += run.Errors
+		rk := roundKey{k, run.Round}
+		if byRound[rk] == nil {
+			byRound[rk] = map[string]Run{}
+		}
+		byRound[rk][run.Server] = run
+	}
+	for k, m := range accs {
+		s.Cells[k] = map[string]*Cell{}
+		for srv, a := range m {
+			s.Cells[k][srv] = &Cell{RPS: median(a.rps), AllocsPerReq: median(a.allocs), BytesPerReq: median(a.bytes),
+				P50: medianDur(a.p50), P99: medianDur(a.p99), P999: medianDur(a.p999), ServerCPU: medianDur(a.cpu),
+				RSS: a.rss, Errors: a.errs, Rounds: len(a.rps)}
+		}
+	}
+	ratios := map[Key]map[string][]float64{}
+	cpuRatios := map[Key]map[string][]float64{}
+	for rk, runs := range byRound {
+		if ratios[rk.Key] == nil {
+			ratios[rk.Key], cpuRatios[rk.Key] = map[string][]float64{}, map[string][]float64{}
+		}
+		for _, p := range ratioPairs {
+			num, ok1 := runs[p.num]
+			den, ok2 := runs[p.den]
+			if !ok1 || !ok2 || den.RPS == 0 {
+				continue
+			}
+			ratios[rk.Key][p.name] = append(ratios[rk.Key][p.name], num.RPS/den.RPS)
+			if num.ServerCPUPerReq > 0 {
+				cpuRatios[rk.Key][p.name] = append(cpuRatios[rk.Key][p.name], float64(den.ServerCPUPerReq)/float64(num.ServerCPUPerReq))
+			}
+		}
+	}
+	for k, m := range ratios {
+		s.Ratios[k], s.CPURatios[k] = map[string]float64{}, map[string]float64{}
+		for name, xs := range m {
+			s.Ratios[k][name] = median(xs)
+		}
+		for name, xs := range cpuRatios[k] {
+			s.CPURatios[k][name] = median(xs)
+		}
+	}
+	sort.Slice(s.Keys, func(i, j int) bool {
+		a, b := s.Keys[i], s.Keys[j]
+		if a.Scenario != b.Scenario {
+			return scenarioOrder(a.Scenario) < scenarioOrder(b.Scenario)
+		}
+		return a.Conns < b.Conns
+	})
+	return s
+}
+
+func scenarioOrder(sc string) int {
+	switch sc {
+	case "call":
+		return 0
+	case "mrtr":
+		return 1
+	case "discover":
+		return 2
+	}
+	return 3
+}
+
+// PeakRSS returns each server's VmHWM over the whole invocation.
+func PeakRSS(r *Results) map[string]uint64 {
+	out := map[string]uint64{}
+	for _, run := range r.Runs {
+		out[run.Server] = max(out[run.Server], run.PeakRSS)
+	}
+	return out
+}
+
+// Ratio returns a median ratio, or NaN when it was not measured.
+func (s *Summary) Ratio(k Key, name string) float64 {
+	if m, ok := s.Ratios[k]; ok {
+		if v, ok := m[name]; ok {
+			return v
+		}
+	}
+	return math.NaN()
+}
+
+// Target is one of the issue's targets, checked.
+type Target struct {
+	Name     string
+	Want     string
+	Measured string
+	// Status is "met", "missed" or "not measured".
+	Status string
+	// Scenario names the load scenario whose profile explains a miss ("" for none).
+	Scenario string
+}
+
+func status(ok, measured bool) string {
+	switch {
+	case !measured:
+		return "not measured"
+	case ok:
+		return "met"
+	}
+	return "missed"
+}
+
+// Targets checks the issue's targets against r and s.
+func Targets(r *Results, s *Summary) []Target {
+	var out []Target
+	ratioTarget := func(name, scenario, ratio string, want float64, wantText string) {
+		var parts []string
+		ok, measured := true, false
+		for _, k := range s.Keys {
+			if k.Scenario != scenario {
+				continue
+			}
+			v := s.Ratio(k, ratio)
+			if math.IsNaN(v) {
+				continue
+			}
+			measured = true
+			ok = ok && v >= want
+			parts = append(parts, fmt.Sprintf("C=%d: %s", k.Conns, fmtRatio(v)))
+		}
+		out = append(out, Target{Name: name, Want: wantText, Measured: join(parts), Status: status(ok, measured), Scenario: scenario})
+	}
+	ratioTarget("plain tools/call vs ceiling", "call", RatioElicitCeiling, 0.5, "≥ 50% of ceiling req/s")
+	ratioTarget("MRTR legs vs ceiling", "mrtr", RatioElicitCeiling, 0.4, "≥ 40% of ceiling req/s")
+	ratioTarget("plain tools/call vs go-sdk", "call", RatioElicitGoSDK, 5, "≥ 5× go-sdk v1.8.0 stateless")
+	ratioTarget("MRTR legs vs go-sdk", "mrtr", RatioElicitGoSDK, 5, "≥ 5× go-sdk v1.8.0 stateless")
+
+	var parts []string
+	ok, measured := true, false
+	missScenario := ""
+	for _, k := range s.Keys {
+		if k.Conns != 16 {
+			continue
+		}
+		if c := s.Cells[k][Elicit]; c != nil {
+			measured = true
+			if c.P99 >= 5*time.Millisecond {
+				ok = false
+				missScenario = k.Scenario
+			}
+			ref := ""
+			if cc := s.Cells[k][Ceiling]; cc != nil {
+				ref = fmt.Sprintf(" (ceiling %s)", fmtDur(cc.P99))
+			}
+			parts = append(parts, fmt.Sprintf("%s: %s%s", k.Scenario, fmtDur(c.P99), ref))
+		}
+	}
+	out = append(out, Target{Name: "p99 latency at 16 connections (elicit)", Want: "< 5 ms", Measured: join(parts), Status: status(ok, measured), Scenario: missScenario})
+
+	for _, m := range r.Micro {
+		if m.Name == "reqstate/SealOpen/billing" {
+			out = append(out, Target{Name: "seal + open (billing state)", Want: "< 5 µs", Measured: fmtDur(time.Duration(m.NsPerOp)),
+				Status: status(m.NsPerOp < 5000, true)})
+		}
+	}
+	if len(r.Micro) == 0 {
+		out = append(out, Target{Name: "seal + open (billing state)", Want: "< 5 µs", Status: "not measured"})
+	}
+	if st := r.States; st != nil {
+		out = append(out, Target{Name: "sealed state, billing flow", Want: "≤ 512 bytes", Measured: fmt.Sprintf("%d bytes", st.Billing),
+			Status: status(st.Billing <= 512, true)})
+	} else {
+		out = append(out, Target{Name: "sealed state, billing flow", Want: "≤ 512 bytes", Status: "not measured"})
+	}
+	pt := Target{Name: "heap growth, flows started and left pending (elicit)", Want: "< 2 MB", Status: "not measured"}
+	for _, p := range r.Pending {
+		if p.Server == Elicit {
+			pt.Name = fmt.Sprintf("heap growth, %d flows started and left pending (elicit)", p.Flows)
+			pt.Measured = fmtBytesSigned(p.Growth())
+			pt.Status = status(p.Growth() < 2<<20 && p.Errors == 0, true)
+		}
+	}
+	out = append(out, pt)
+	return out
+}
+
+func join(parts []string) string {
+	out := ""
+	for i, p := range parts {
+		if i > 0 {
+			out += "; "
+		}
+		out += p
+	}
+	return out
+}
