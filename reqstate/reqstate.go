@@ -218,7 +218,11 @@ func (s *Sealer) Seal(c *Claims) (string, error) {
 }
 
 // Open verifies token and checks it against b and the clock. It returns
-// the claims, or an *Error (matching ErrInvalid) giving the reason.
+// the claims, or an *Error (matching ErrInvalid) giving the reason. After
+// authentication the checks run in this order: principal, method, target
+// name, expiry, issue time, arguments. So ReasonExpired and
+// ReasonArguments both mean the token is authentic and was sealed for b's
+// principal, method and name.
 func (s *Sealer) Open(token string, b Binding) (*Claims, error) {
 	if len(token) == 0 || len(token) > MaxTokenLen {
 		return nil, &Error{ReasonMalformed}
@@ -246,18 +250,21 @@ func (s *Sealer) Open(token string, b Binding) (*Claims, error) {
 		// Authenticated but unreadable: only a bug of ours can do this.
 		return nil, &Error{ReasonMalformed}
 	}
+	// Who and what first: ReasonExpired and ReasonArguments then imply an
+	// authentic state of this principal for this method and target, which
+	// a caller may answer by starting afresh instead of refusing.
 	now := s.now()
 	switch {
-	case !now.Before(c.ExpiresAt):
-		return nil, &Error{ReasonExpired}
-	case c.IssuedAt.After(now.Add(s.skew)):
-		return nil, &Error{ReasonNotYetValid}
 	case c.Principal != b.Principal:
 		return nil, &Error{ReasonPrincipal}
 	case c.Method != b.Method:
 		return nil, &Error{ReasonMethod}
 	case c.Name != b.Name:
 		return nil, &Error{ReasonName}
+	case !now.Before(c.ExpiresAt):
+		return nil, &Error{ReasonExpired}
+	case c.IssuedAt.After(now.Add(s.skew)):
+		return nil, &Error{ReasonNotYetValid}
 	case c.ArgsDigest != b.ArgsDigest:
 		return nil, &Error{ReasonArguments}
 	}

@@ -83,6 +83,14 @@ func TestOpenRefuses(t *testing.T) {
 		{"other tool", tok, otherTool, 0, ReasonName},
 		{"other method", tok, otherMethod, 0, ReasonMethod},
 		{"other arguments", tok, otherArgs, 0, ReasonArguments},
+		// Who and what are checked before expiry and arguments, so that
+		// ReasonExpired and ReasonArguments imply the right principal and
+		// target (mcpserver's HandlerOptions.RestartStale relies on it).
+		{"expired, other user", tok, bob, DefaultTTL, ReasonPrincipal},
+		{"expired, other tool", tok, otherTool, DefaultTTL, ReasonName},
+		{"expired, other method", tok, otherMethod, DefaultTTL, ReasonMethod},
+		{"expired, other arguments", tok, otherArgs, DefaultTTL, ReasonExpired},
+		{"other user and arguments", tok, func() Binding { b := otherArgs; b.Principal = "bob"; return b }(), 0, ReasonPrincipal},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
