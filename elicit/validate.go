@@ -1,0 +1,276 @@
+package elicit
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Problem is one reason form content does not fit its schema. Message
+// names the property (by title, else name) and the rule, never the value,
+// so it is safe to log and to show in a re-ask.
+type Problem struct {
+	// Property is the property name.
+	Property string
+	// Rule is the broken rule: "required", "type", "integer", "minLength",
+	// "maxLength", "format", "minimum", "maximum", "enum", "minItems",
+	// "maxItems" or "uniqueItems".
+	Rule string
+	// Message is a short human sentence, e.g. `Label: must be at most 80 characters`.
+	Message string
+}
+
+// ValidationError lists every Problem of one form answer, in schema order.
+type ValidationError struct {
+	Problems []Problem
+}
+
+// Error joins the messages with "; ".
+func (e *ValidationError) Error() string {
+	msgs := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		msgs[i] = p.Message
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// Validate checks form content against the schema (ELI-S-07); it is
+// ValidateContent without the cleaned copy. The error is a
+// *ValidationError.
+func (s *Schema) Validate(content map[string]any) error {
+	_, err := s.ValidateContent(content)
+	return err
+}
+
+// ValidateContent checks the content of an accepted form answer against
+// the schema that was asked (ELI-S-07) and returns a clean copy:
+//
+//   - every required property is present; null reads as absent, and a
+//     required multi-select must hold at least one choice;
+//   - each value has its property's type: string, number (95.5 is a
+//     number: wire.md §6.3), integer (a whole number, 3.0 included),
+//     boolean, or a list of strings;
+//   - strings meet minLength/maxLength (in Unicode code points), their
+//     format (email, absolute uri, date YYYY-MM-DD, RFC 3339 date-time)
+//     and enum membership, legacy enumNames schemas included;
+//   - numbers meet minimum/maximum;
+//   - multi-selects meet minItems/maxItems, hold only listed choices, and
+//     repeat none;
+//   - keys that are not properties are dropped, not refused.
+//
+// The copy holds string, float64, bool or []string values. The error, if
+// any, is a *ValidationError listing every problem; it never quotes a value.
+func (s *Schema) ValidateContent(content map[string]any) (map[string]any, error) {
+	if s == nil {
+		return nil, badf("no schema to validate against")
+	}
+	out := make(map[string]any, len(s.Properties))
+	var probs []Problem
+	for _, name := range s.Order {
+		p := s.Properties[name]
+		v, present := content[name]
+		if v == nil {
+			present = false
+		}
+		required := s.isRequired(name)
+		if !present {
+			if required {
+				probs = append(probs, Problem{name, "required", p.label(name) + ": is required"})
+			}
+			continue
+		}
+		if pr := p.check(name, v); pr != nil {
+			probs = append(probs, *pr)
+			continue
+		}
+		nv := normalize(p, v)
+		if list, ok := nv.([]string); ok && required && len(list) == 0 {
+			probs = append(probs, Problem{name, "required", p.label(name) + ": choose at least one"})
+			continue
+		}
+		out[name] = nv
+	}
+	if len(probs) > 0 {
+		return nil, &ValidationError{Problems: probs}
+	}
+	return out, nil
+}
+
+var emailRe = regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[^@\s.]+$`)
+
+func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return strconv.Itoa(n) + " " + unit + "s"
+}
+
+// check returns the problem of v against p, or nil.
+func (p *Property) check(name string, v any) *Problem {
+	bad := func(rule, msg string) *Problem {
+		return &Problem{Property: name, Rule: rule, Message: p.label(name) + ": " + msg}
+	}
+	switch p.Type {
+	case "string":
+		s, ok := v.(string)
+		if !ok {
+			return bad("type", "must be text")
+		}
+		if p.Enum != nil {
+			if !contains(p.Enum, s) {
+				return bad("enum", "must be one of the choices")
+			}
+			return nil
+		}
+		n := utf8.RuneCountInString(s)
+		if p.MinLength != nil && n < *p.MinLength {
+			return bad("minLength", "must be at least "+plural(*p.MinLength, "character"))
+		}
+		if p.MaxLength != nil && n > *p.MaxLength {
+			return bad("maxLength", "must be at most "+plural(*p.MaxLength, "character"))
+		}
+		if msg := checkFormat(p.Format, s); msg != "" {
+			return bad("format", msg)
+		}
+	case "number", "integer":
+		f, ok := toFloat(v)
+		if !ok {
+			return bad("type", "must be a number")
+		}
+		if p.Type == "integer" && f != math.Trunc(f) {
+			return bad("integer", "must be a whole number")
+		}
+		if p.Minimum != nil && f < *p.Minimum {
+			return bad("minimum", "must be at least "+fmtNum(*p.Minimum))
+		}
+		if p.Maximum != nil && f > *p.Maximum {
+			return bad("maximum", "must be at most "+fmtNum(*p.Maximum))
+		}
+	case "boolean":
+		if _, ok := v.(bool); !ok {
+			return bad("type", "must be true or false")
+		}
+	case "array":
+		items, ok := toStrings(v)
+		if !ok {
+			return bad("type", "must be a list of choices")
+		}
+		seen := make(map[string]bool, len(items))
+		for _, it := range items {
+			if !contains(p.Enum, it) {
+				return bad("enum", "must hold only the listed choices")
+			}
+			if seen[it] {
+				return bad("uniqueItems", "must not repeat a choice")
+			}
+			seen[it] = true
+		}
+		if p.MinItems != nil && len(items) < *p.MinItems {
+			return bad("minItems", fmt.Sprintf("choose at least %d", *p.MinItems))
+		}
+		if p.MaxItems != nil && len(items) > *p.MaxItems {
+			return bad("maxItems", fmt.Sprintf("choose at most %d", *p.MaxItems))
+		}
+	default:
+		return bad("type", "has a type forms do not support")
+	}
+	return nil
+}
+
+func checkFormat(format, s string) string {
+	switch format {
+	case "email":
+		if !emailRe.MatchString(s) {
+			return "must be an email address"
+		}
+	case "uri":
+		u, err := url.Parse(s)
+		if err != nil || !u.IsAbs() || strings.ContainsAny(s, " \t\r\n") {
+			return "must be an absolute URI"
+		}
+	case "date":
+		if _, err := time.Parse(time.DateOnly, s); err != nil {
+			return "must be a date (YYYY-MM-DD)"
+		}
+	case "date-time":
+		if _, err := time.Parse(time.RFC3339, s); err != nil {
+			return "must be a date and time (RFC 3339, e.g. 2026-07-28T09:30:00Z)"
+		}
+	}
+	return ""
+}
+
+// normalize returns v (already checked against p) as string, float64, bool
+// or []string.
+func normalize(p *Property, v any) any {
+	switch p.Type {
+	case "number", "integer":
+		f, _ := toFloat(v)
+		return f
+	case "array":
+		items, _ := toStrings(v)
+		return items
+	}
+	return v
+}
+
+func toFloat(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, !math.IsNaN(n) && !math.IsInf(n, 0)
+	case float32:
+		return float64(n), true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	}
+	return 0, false
+}
+
+func toStrings(v any) ([]string, bool) {
+	switch l := v.(type) {
+	case []string:
+		return append([]string{}, l...), true
+	case []any:
+		out := make([]string, 0, len(l))
+		for _, it := range l {
+			s, ok := it.(string)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, s)
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Problems returned by DecodeAnswer for answers that are not ElicitResults.
+const (
+	problemNotResult = "the answer could not be read (not an elicitation result)"
+	problemNotObject = "the answer's content is not an object"
+	problemBadAction = "the answer has no known action (accept, decline or cancel)"
+)
