@@ -49,3 +49,52 @@ func Example() {
 	// input_required
 	// complete Hello, Ada!
 }
+
+// A form built with elicit.FormSchema. An invalid answer is asked again
+// with what was wrong (at most MaxReasks times); the handler just asks.
+func ExampleInputRequired_ElicitFormSchema() {
+	form, err := elicit.FormSchema(
+		elicit.TitledEnum("detail",
+			elicit.Choice{Value: "summary", Title: "Summary"},
+			elicit.Choice{Value: "detailed", Title: "Detailed"}).Title("Detail level").Required(),
+	)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	s := mcpserver.New(mcp.Implementation{Name: "reports", Version: "1.0.0"}, nil)
+	s.AddToolWith(&mcp.Tool{Name: "export_report"},
+		func(ctx context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
+			switch a := req.Elicitation("options"); a.Outcome {
+			case elicit.Accepted:
+				return mcpserver.Text("Prepared a " + a.Content["detail"].(string) + " draft."), nil
+			case elicit.Declined, elicit.Cancelled:
+				return mcpserver.ToolError("No draft was prepared."), nil
+			}
+			return mcpserver.Ask().ElicitFormSchema("options", "Choose the detail level.", form), nil
+		}, &mcpserver.HandlerOptions{RestartStale: true})
+
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
+	call := func(id int, extra string) map[string]any {
+		req, _ := jsonrpc.DecodeRequest([]byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"export_report",%s%s}}`, id, extra, meta)))
+		in, _ := mcpserver.Parse(req)
+		b, _ := json.Marshal(s.Serve(context.Background(), in, "alice", nil).Result)
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		return m
+	}
+	answer := func(state any, content string) string {
+		st, _ := json.Marshal(state)
+		return `"requestState":` + string(st) + `,"inputResponses":{"options":{"action":"accept","content":` + content + `}},`
+	}
+	r := call(1, "")
+	r = call(2, answer(r["requestState"], `{"detail":"everything"}`))
+	fmt.Println(r["inputRequests"].(map[string]any)["options"].(map[string]any)["params"].(map[string]any)["message"])
+	r = call(3, answer(r["requestState"], `{"detail":"detailed","extra":"dropped"}`))
+	fmt.Println(r["content"].([]any)[0].(map[string]any)["text"])
+	// Output:
+	// Choose the detail level.
+	//
+	// Your previous answer was not accepted: Detail level: must be one of the choices. Please correct it.
+	// Prepared a detailed draft.
+}

@@ -59,14 +59,34 @@ const (
 
 type issued struct {
 	kind   byte
+	reasks byte            // how often this key was asked again after an invalid answer
 	schema json.RawMessage // form mode only
 	parsed *elicit.Schema
 }
+
+// MaxReasks is how often the library lets a handler ask the same form
+// question again after an invalid answer in one operation; the next invalid
+// answer ends the operation (see InputRequired).
+const MaxReasks = 2
 
 // InputRequired is an interim result: input requests for the client and
 // application state that the library seals into requestState. Build it
 // with Ask. The zero value asks nothing and only carries state ("come back
 // later", MRTR-S-07 is met by the sealed state the library always adds).
+//
+// When a handler asks a key again that it asked in the previous round, the
+// library applies the rules of repeated prompting (seed 002, ELI-S-08):
+//
+//   - after an invalid form answer (Request.Elicitation reads Invalid), the
+//     question goes out again with the problem appended to its message, at
+//     most MaxReasks times per key and operation; past that the operation
+//     ends with an isError tools/call result (a -32602 error for
+//     prompts/get and resources/read), and the handler's reply is dropped;
+//   - after a decline or a cancel, asking the same key again in the same
+//     operation is refused as a handler bug (-32603, logged): a refusal is
+//     not to be met with insistence;
+//   - after an accepted or missing answer, the key may be asked again
+//     freely (MRTR-S-14).
 type InputRequired struct {
 	keys     []string
 	requests map[string]mcp.InputRequest
@@ -98,10 +118,12 @@ func (a *InputRequired) add(key string, r mcp.InputRequest, is issued) *InputReq
 	return a
 }
 
-// ElicitForm asks the user to fill a flat form (form mode). The schema must
-// pass elicit.ParseSchema: primitives only, and nothing that looks like a
-// secret (ELI-S-01); otherwise the handler's reply fails with -32603 and
-// the reason is logged.
+// ElicitForm asks the user to fill a flat form (form mode) whose
+// requestedSchema is raw JSON. The schema must pass elicit.ParseSchema:
+// primitives only (ELI-S-06), and nothing that looks like a secret
+// (ELI-S-01); otherwise the handler's reply fails with -32603, the reason
+// is logged and nothing is sent. ElicitFormSchema takes a schema built with
+// elicit.FormSchema instead.
 func (a *InputRequired) ElicitForm(key, message string, requestedSchema json.RawMessage) *InputRequired {
 	parsed, err := elicit.ParseSchema(requestedSchema)
 	if err != nil {
@@ -113,6 +135,23 @@ func (a *InputRequired) ElicitForm(key, message string, requestedSchema json.Raw
 	return a.add(key, mcp.InputRequest{Method: mcp.MethodElicitationCreate,
 		Params: &mcp.ElicitRequestParams{Mode: mcp.ElicitationModeForm, Message: message, RequestedSchema: requestedSchema}},
 		issued{kind: kindForm, schema: requestedSchema, parsed: parsed})
+}
+
+// ElicitFormSchema asks the user to fill the form schema built with
+// elicit.FormSchema (or parsed with elicit.ParseSchema), in form mode. A
+// nil schema or an empty message makes the handler's reply fail with
+// -32603 (logged); nothing is sent.
+func (a *InputRequired) ElicitFormSchema(key, message string, schema *elicit.Schema) *InputRequired {
+	if schema == nil {
+		a.err = errors.Join(a.err, fmt.Errorf("input %q: nil form schema", key))
+	}
+	if message == "" {
+		a.err = errors.Join(a.err, fmt.Errorf("input %q: message is required (ELI-S-03)", key))
+	}
+	raw := schema.JSON()
+	return a.add(key, mcp.InputRequest{Method: mcp.MethodElicitationCreate,
+		Params: &mcp.ElicitRequestParams{Mode: mcp.ElicitationModeForm, Message: message, RequestedSchema: raw}},
+		issued{kind: kindForm, schema: raw, parsed: schema})
 }
 
 // ElicitURL asks the user to open url, the server's own page, for an
@@ -200,6 +239,18 @@ func MissingCapability(need mcp.ClientCapabilities, message string) *jsonrpc.Err
 // errInvalidState is the single message a client sees for any bad requestState.
 var errInvalidState = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: reqstate.ErrInvalid.Error()}
 
+// RestartReason says why a retry was served as a fresh call (Request.Restart).
+type RestartReason string
+
+// Restart reasons.
+const (
+	// RestartExpired: the requestState had expired (reqstate.ReasonExpired).
+	RestartExpired RestartReason = "expired"
+	// RestartArgumentsChanged: the requestState was sealed for other
+	// arguments (reqstate.ReasonArguments), e.g. another report period.
+	RestartArgumentsChanged RestartReason = "arguments_changed"
+)
+
 // Request is one tools/call, prompts/get or resources/read as a handler sees it.
 type Request struct {
 	// Method is the MCP method; Name the tool or prompt name, or the resource URI.
@@ -219,6 +270,14 @@ type Request struct {
 	OperationID string
 	// State is the application state of the previous round (nil on a first call).
 	State []byte
+	// Restart is set when the handler was registered with
+	// HandlerOptions.RestartStale and this call carried a requestState
+	// that was authentic and sealed for this user and target but had
+	// expired or was made for other arguments: the call is then served as a
+	// fresh first call (Round 0, no State, a new OperationID, answers
+	// ignored), and Restart says why, so the handler can say that the
+	// earlier answer was not used. Empty otherwise.
+	Restart RestartReason
 
 	opID      [16]byte
 	responses map[string]json.RawMessage
@@ -262,15 +321,25 @@ func (r *Request) Require(need mcp.ClientCapabilities) error {
 // Elicitation returns the answer to the elicitation issued under key in
 // the previous round. Answers are only read on a retry whose sealed state
 // shows that this key was asked, so an answer the server never asked for
-// reads as Missing (MRTR-S-13); a form answer is validated against the
-// schema that was asked (ELI-S-07) and reads as Invalid when it does not fit.
+// reads as Missing (MRTR-S-13). An accepted form answer is validated
+// against the schema that was asked (ELI-S-07): keys the schema does not
+// name are dropped, and an answer that does not fit reads as Invalid with
+// Problem saying what was wrong; asking the key again then carries that
+// problem to the user (see InputRequired). Decline and cancel are never
+// validated.
 func (r *Request) Elicitation(key string) elicit.Answer {
 	is, ok := r.issued[key]
 	if !ok || (is.kind != kindForm && is.kind != kindURL) {
 		return elicit.Answer{Outcome: elicit.Missing}
 	}
 	if is.kind == kindForm && is.parsed == nil {
-		is.parsed, _ = elicit.ParseSchema(is.schema)
+		parsed, err := elicit.ParseSchemaForAnswers(is.schema)
+		if err != nil {
+			// The sealed state is ours, so only a bug gets here; never read
+			// the answer as URL-mode consent.
+			return elicit.Answer{Outcome: elicit.Invalid, Problem: "the question's schema could not be read back"}
+		}
+		is.parsed = parsed
 		r.issued[key] = is
 	}
 	return elicit.DecodeAnswer(r.responses[key], is.parsed)
@@ -340,7 +409,7 @@ func (r *Request) BindArguments(v any) error {
 	return nil
 }
 
-func (s *Server) serveMRTR(ctx context.Context, in *Incoming, principal string, notify Notifier, h Handler, vars map[string]string) (any, error) {
+func (s *Server) serveMRTR(ctx context.Context, in *Incoming, principal string, notify Notifier, h Handler, o HandlerOptions, vars map[string]string) (any, error) {
 	digest, err := reqstate.DigestArguments(in.Arguments)
 	if err != nil {
 		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: arguments are not valid JSON")
@@ -352,24 +421,38 @@ func (s *Server) serveMRTR(ctx context.Context, in *Incoming, principal string, 
 		claims, err := s.sealer.Open(*in.RequestState, binding)
 		if err != nil {
 			var re *reqstate.Error
-			reason := "unknown"
+			reason := reqstate.Reason("unknown")
 			if errors.As(err, &re) {
-				reason = string(re.Reason)
+				reason = re.Reason
 			}
-			s.log.Warn("mcpserver: requestState refused", "reason", reason, "method", in.Method, "name", in.Name, "principal", principal)
-			return nil, errInvalidState
+			// reqstate checks principal, method and target before expiry
+			// and arguments, so these two reasons mean an authentic state of
+			// this user for this target: serving it as a fresh call gives
+			// nothing a call without state would not.
+			switch {
+			case o.RestartStale && reason == reqstate.ReasonExpired:
+				req.Restart = RestartExpired
+			case o.RestartStale && reason == reqstate.ReasonArguments:
+				req.Restart = RestartArgumentsChanged
+			default:
+				s.log.Warn("mcpserver: requestState refused", "reason", string(reason), "method", in.Method, "name", in.Name, "principal", principal)
+				return nil, errInvalidState
+			}
+			s.log.Info("mcpserver: stale requestState, serving a fresh call", "reason", string(reason), "method", in.Method, "name", in.Name, "principal", principal)
+			req.opID = newOperationID()
+		} else {
+			if int(claims.Round) >= s.maxRounds {
+				s.log.Warn("mcpserver: too many rounds", "method", in.Method, "name", in.Name, "round", claims.Round)
+				return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Too many rounds for one request")
+			}
+			iss, state, ok := decodePayload(claims.Payload)
+			if !ok {
+				s.log.Error("mcpserver: unreadable sealed payload", "method", in.Method, "name", in.Name)
+				return nil, errInvalidState
+			}
+			req.Round, req.opID, req.State, req.issued = int(claims.Round), claims.OperationID, state, iss
+			req.responses = in.InputResponses
 		}
-		if int(claims.Round) >= s.maxRounds {
-			s.log.Warn("mcpserver: too many rounds", "method", in.Method, "name", in.Name, "round", claims.Round)
-			return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Too many rounds for one request")
-		}
-		iss, state, ok := decodePayload(claims.Payload)
-		if !ok {
-			s.log.Error("mcpserver: unreadable sealed payload", "method", in.Method, "name", in.Name)
-			return nil, errInvalidState
-		}
-		req.Round, req.opID, req.State, req.issued = int(claims.Round), claims.OperationID, state, iss
-		req.responses = in.InputResponses
 	} else {
 		req.opID = newOperationID()
 	}
@@ -447,6 +530,9 @@ func (s *Server) inputRequired(in *Incoming, req *Request, binding reqstate.Bind
 	if need, missing := a.requiredCapabilities(req.Capabilities()); missing {
 		return nil, MissingCapability(need, "This request needs a client capability it did not declare")
 	}
+	if stop, err := s.applyReaskRules(in, req, a); stop != nil || err != nil {
+		return stop, err
+	}
 	payload := encodePayload(a)
 	tok, err := s.sealer.Seal(&reqstate.Claims{Binding: binding, OperationID: req.opID, Round: uint32(req.Round + 1), Payload: payload})
 	if err != nil {
@@ -459,8 +545,55 @@ func (s *Server) inputRequired(in *Incoming, req *Request, binding reqstate.Bind
 	return res, nil
 }
 
-// Payload layout: uvarint(n) then n × (uvarint(len key) key kind
-// [uvarint(len schema) schema]) then the application state.
+// applyReaskRules enforces the rules of repeated prompting on the keys a
+// reply asks again (see InputRequired): it counts re-asks after invalid
+// answers and appends the problem to the message, refuses re-asks after a
+// decline or cancel, and past MaxReasks returns the result that ends the
+// operation instead.
+func (s *Server) applyReaskRules(in *Incoming, req *Request, a *InputRequired) (any, error) {
+	for _, k := range a.keys {
+		prev, asked := req.issued[k]
+		cur := a.issued[k]
+		if !asked || (prev.kind != kindForm && prev.kind != kindURL) || cur.kind != prev.kind {
+			continue
+		}
+		ans := req.Elicitation(k)
+		switch ans.Outcome {
+		case elicit.Declined, elicit.Cancelled:
+			return nil, fmt.Errorf("handler asked %q again after the user %s it (seed 002: no repeated prompting after a refusal)", k, ans.Outcome)
+		case elicit.Invalid:
+			if int(prev.reasks) >= MaxReasks {
+				s.log.Info("mcpserver: answer still invalid after the last correction", "method", in.Method, "name", in.Name, "key", k, "reasks", prev.reasks)
+				return s.tooManyCorrections(in, k, ans.Problem)
+			}
+			cur.reasks = prev.reasks + 1
+			if p, ok := a.requests[k].Params.(*mcp.ElicitRequestParams); ok {
+				np := *p
+				np.Message = p.Message + "\n\nYour previous answer was not accepted: " + ans.Problem + ". Please correct it."
+				a.requests[k] = mcp.InputRequest{Method: a.requests[k].Method, Params: &np}
+			}
+		default:
+			cur.reasks = prev.reasks
+		}
+		a.issued[k] = cur
+	}
+	return nil, nil
+}
+
+// tooManyCorrections ends an operation whose answer to key stayed invalid.
+// It does not claim that nothing happened: only the handler knows.
+func (s *Server) tooManyCorrections(in *Incoming, key, problem string) (any, error) {
+	text := fmt.Sprintf("Stopped: the answer to %q was still not valid after %d corrections (%s). Make a new request to start over.", key, MaxReasks, problem)
+	if in.Method != mcp.MethodToolsCall {
+		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "%s", text)
+	}
+	return &mcp.CallToolResult{ResultType: mcp.ResultTypeComplete, Content: []mcp.Content{mcp.TextContent(text)}, IsError: true, Meta: s.serverMeta()}, nil
+}
+
+// Payload layout: uvarint(n) then n × (uvarint(len key) key kindByte
+// [uvarint(len schema) schema]) then the application state. kindByte holds
+// the kind in its low nibble and the re-ask count in its high nibble, so
+// states sealed before re-asks were counted still read (count 0).
 func encodePayload(a *InputRequired) []byte {
 	keys := append([]string(nil), a.keys...)
 	sort.Strings(keys)
@@ -474,7 +607,7 @@ func encodePayload(a *InputRequired) []byte {
 		is := a.issued[k]
 		b = binary.AppendUvarint(b, uint64(len(k)))
 		b = append(b, k...)
-		b = append(b, is.kind)
+		b = append(b, is.kind|is.reasks<<4)
 		if is.kind == kindForm {
 			b = binary.AppendUvarint(b, uint64(len(is.schema)))
 			b = append(b, is.schema...)
@@ -504,7 +637,7 @@ func decodePayload(b []byte) (map[string]issued, []byte, bool) {
 		if !ok || len(b) < 1 {
 			return nil, nil, false
 		}
-		is := issued{kind: b[0]}
+		is := issued{kind: b[0] & 0x0f, reasks: b[0] >> 4}
 		b = b[1:]
 		if is.kind == kindForm {
 			if is.schema, ok = readBytes(); !ok {

@@ -88,22 +88,49 @@ type Server struct {
 type toolEntry struct {
 	tool    *mcp.Tool
 	handler Handler
+	opts    HandlerOptions
 	headers []HeaderParam
 }
 
 type promptEntry struct {
 	prompt  *mcp.Prompt
 	handler Handler
+	opts    HandlerOptions
 }
 
 type resourceEntry struct {
 	res     *mcp.Resource
 	handler Handler
+	opts    HandlerOptions
 }
 
 type templateEntry struct {
 	tmpl    *mcp.ResourceTemplate
 	handler Handler
+	opts    HandlerOptions
+}
+
+// HandlerOptions tune how the library serves one tool, prompt or
+// resource. A nil *HandlerOptions means the zero value, the defaults.
+type HandlerOptions struct {
+	// RestartStale serves a retry as a fresh first call (Request.Restart
+	// says why) when its requestState is authentic and was sealed for this
+	// user and this tool, prompt or resource, but has expired or was made
+	// for other arguments. The old answers are then not read, and the
+	// handler asks afresh, bound to the current arguments: seed 002's
+	// "expired: reject old input and offer a deliberate fresh request" and
+	// "action changed: ask for input bound to the changed request". False
+	// (the default) refuses such a retry with -32602 "invalid or expired
+	// requestState" (RS-S-06, RS-S-07). Any other bad state (tampered,
+	// another user's, another target's) is refused either way.
+	RestartStale bool
+}
+
+func optsOf(o *HandlerOptions) HandlerOptions {
+	if o == nil {
+		return HandlerOptions{}
+	}
+	return *o
 }
 
 // CompletionHandler answers completion/complete: ref is the raw "ref"
@@ -153,7 +180,10 @@ func (s *Server) SupportedVersions() []string { return s.versions }
 // object with "type":"object", or an x-mcp-header annotation breaks the
 // rules of server/tools.mdx §x-mcp-header (HTTP-S-19): these are
 // programming errors. A nil InputSchema means {"type":"object"}.
-func (s *Server) AddTool(t *mcp.Tool, h Handler) {
+func (s *Server) AddTool(t *mcp.Tool, h Handler) { s.AddToolWith(t, h, nil) }
+
+// AddToolWith is AddTool with handler options (nil means the defaults).
+func (s *Server) AddToolWith(t *mcp.Tool, h Handler, o *HandlerOptions) {
 	if !validToolName(t.Name) {
 		panic(fmt.Sprintf("mcpserver: invalid tool name %q", t.Name))
 	}
@@ -169,31 +199,37 @@ func (s *Server) AddTool(t *mcp.Tool, h Handler) {
 	if _, dup := s.toolIndex[t.Name]; dup {
 		panic(fmt.Sprintf("mcpserver: tool %q registered twice", t.Name))
 	}
-	e := &toolEntry{tool: t, handler: h, headers: headers}
+	e := &toolEntry{tool: t, handler: h, opts: optsOf(o), headers: headers}
 	s.tools = append(s.tools, e)
 	s.toolIndex[t.Name] = e
 }
 
 // AddPrompt registers a prompt; it panics on a repeated name.
-func (s *Server) AddPrompt(p *mcp.Prompt, h Handler) {
+func (s *Server) AddPrompt(p *mcp.Prompt, h Handler) { s.AddPromptWith(p, h, nil) }
+
+// AddPromptWith is AddPrompt with handler options (nil means the defaults).
+func (s *Server) AddPromptWith(p *mcp.Prompt, h Handler, o *HandlerOptions) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, dup := s.promptIdx[p.Name]; dup || p.Name == "" {
 		panic(fmt.Sprintf("mcpserver: prompt %q empty or registered twice", p.Name))
 	}
-	e := &promptEntry{prompt: p, handler: h}
+	e := &promptEntry{prompt: p, handler: h, opts: optsOf(o)}
 	s.prompts = append(s.prompts, e)
 	s.promptIdx[p.Name] = e
 }
 
 // AddResource registers a resource with a fixed URI; it panics on a repeated URI.
-func (s *Server) AddResource(r *mcp.Resource, h Handler) {
+func (s *Server) AddResource(r *mcp.Resource, h Handler) { s.AddResourceWith(r, h, nil) }
+
+// AddResourceWith is AddResource with handler options (nil means the defaults).
+func (s *Server) AddResourceWith(r *mcp.Resource, h Handler, o *HandlerOptions) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, dup := s.resIdx[r.URI]; dup || r.URI == "" {
 		panic(fmt.Sprintf("mcpserver: resource %q empty or registered twice", r.URI))
 	}
-	e := &resourceEntry{res: r, handler: h}
+	e := &resourceEntry{res: r, handler: h, opts: optsOf(o)}
 	s.resources = append(s.resources, e)
 	s.resIdx[r.URI] = e
 }
@@ -202,9 +238,15 @@ func (s *Server) AddResource(r *mcp.Resource, h Handler) {
 // ("test://template/{id}/data"); variables match one or more characters
 // other than "/" and reach the handler through Request.TemplateVars.
 func (s *Server) AddResourceTemplate(t *mcp.ResourceTemplate, h Handler) {
+	s.AddResourceTemplateWith(t, h, nil)
+}
+
+// AddResourceTemplateWith is AddResourceTemplate with handler options (nil
+// means the defaults).
+func (s *Server) AddResourceTemplateWith(t *mcp.ResourceTemplate, h Handler, o *HandlerOptions) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.templates = append(s.templates, &templateEntry{tmpl: t, handler: h})
+	s.templates = append(s.templates, &templateEntry{tmpl: t, handler: h, opts: optsOf(o)})
 }
 
 // SetCompletionHandler sets the completion/complete handler and advertises
@@ -308,7 +350,7 @@ type Incoming struct {
 }
 
 type rawParams struct {
-	Meta           json.RawMessage            `json:"_meta"`
+	Meta           *rawMeta                   `json:"_meta"`
 	Name           *string                    `json:"name"`
 	URI            *string                    `json:"uri"`
 	Arguments      json.RawMessage            `json:"arguments"`
@@ -323,17 +365,17 @@ type rawParams struct {
 }
 
 type rawMeta struct {
-	ProtocolVersion    *string             `json:"io.modelcontextprotocol/protocolVersion"`
-	ClientCapabilities json.RawMessage     `json:"io.modelcontextprotocol/clientCapabilities"`
-	ClientInfo         *mcp.Implementation `json:"io.modelcontextprotocol/clientInfo"`
-	LogLevel           string              `json:"io.modelcontextprotocol/logLevel"`
-	ProgressToken      json.RawMessage     `json:"progressToken"`
+	ProtocolVersion    *string                 `json:"io.modelcontextprotocol/protocolVersion"`
+	ClientCapabilities *mcp.ClientCapabilities `json:"io.modelcontextprotocol/clientCapabilities"`
+	ClientInfo         *mcp.Implementation     `json:"io.modelcontextprotocol/clientInfo"`
+	LogLevel           string                  `json:"io.modelcontextprotocol/logLevel"`
+	ProgressToken      json.RawMessage         `json:"progressToken"`
 }
 
-// Parse decodes the params of req. It fails with -32602 (HTTP 400) when
-// _meta or one of its required keys is missing or malformed (META-S-01), or
-// when the params do not fit the method (missing name/uri, arguments not an
-// object, inputResponses on a method that takes none).
+// Parse decodes the params of req in one pass. It fails with -32602 (HTTP
+// 400) when _meta or one of its required keys is missing or malformed
+// (META-S-01), or when the params do not fit the method (missing name/uri,
+// arguments not an object, inputResponses on a method that takes none).
 func Parse(req *jsonrpc.Request) (*Incoming, *jsonrpc.Error) {
 	in := &Incoming{ID: req.ID, Method: req.Method}
 	var p rawParams
@@ -342,23 +384,16 @@ func Parse(req *jsonrpc.Request) (*Incoming, *jsonrpc.Error) {
 			return in, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: %s", jsonProblem(err))
 		}
 	}
-	if len(p.Meta) == 0 || string(p.Meta) == "null" {
+	m := p.Meta
+	switch {
+	case m == nil:
 		return in, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: _meta is required")
-	}
-	var m rawMeta
-	if err := json.Unmarshal(p.Meta, &m); err != nil {
-		return in, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: _meta: %s", jsonProblem(err))
-	}
-	if m.ProtocolVersion == nil {
+	case m.ProtocolVersion == nil:
 		return in, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: _meta is missing %s", mcp.MetaProtocolVersion)
-	}
-	if len(m.ClientCapabilities) == 0 || m.ClientCapabilities[0] != '{' {
+	case m.ClientCapabilities == nil:
 		return in, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: _meta is missing %s (an object)", mcp.MetaClientCapabilities)
 	}
-	meta := &mcp.RequestMeta{ProtocolVersion: *m.ProtocolVersion, ClientInfo: m.ClientInfo, LogLevel: m.LogLevel}
-	if err := json.Unmarshal(m.ClientCapabilities, &meta.ClientCapabilities); err != nil {
-		return in, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: %s: %s", mcp.MetaClientCapabilities, jsonProblem(err))
-	}
+	meta := &mcp.RequestMeta{ProtocolVersion: *m.ProtocolVersion, ClientCapabilities: *m.ClientCapabilities, ClientInfo: m.ClientInfo, LogLevel: m.LogLevel}
 	if t := m.ProgressToken; len(t) > 0 && string(t) != "null" {
 		if t[0] != '"' && (t[0] < '0' || t[0] > '9') && t[0] != '-' {
 			return in, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: progressToken must be a string or number")
@@ -506,7 +541,7 @@ func (s *Server) dispatch(ctx context.Context, in *Incoming, principal string, n
 		if e == nil {
 			return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Unknown tool: %s", in.Name)
 		}
-		return s.serveMRTR(ctx, in, principal, notify, e.handler, nil)
+		return s.serveMRTR(ctx, in, principal, notify, e.handler, e.opts, nil)
 	case mcp.MethodPromptsGet:
 		s.mu.RLock()
 		e := s.promptIdx[in.Name]
@@ -517,13 +552,13 @@ func (s *Server) dispatch(ctx context.Context, in *Incoming, principal string, n
 		if err := checkPromptArgs(e.prompt, in.Arguments); err != nil {
 			return nil, err
 		}
-		return s.serveMRTR(ctx, in, principal, notify, e.handler, nil)
+		return s.serveMRTR(ctx, in, principal, notify, e.handler, e.opts, nil)
 	case mcp.MethodResourcesRead:
-		h, vars := s.findResource(in.Name)
+		h, o, vars := s.findResource(in.Name)
 		if h == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Resource not found", Data: map[string]string{"uri": in.Name}}
 		}
-		return s.serveMRTR(ctx, in, principal, notify, h, vars)
+		return s.serveMRTR(ctx, in, principal, notify, h, o, vars)
 	}
 	return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: %s", in.Method)
 }
@@ -555,18 +590,18 @@ func checkPromptArgs(p *mcp.Prompt, raw json.RawMessage) error {
 	return nil
 }
 
-func (s *Server) findResource(uri string) (Handler, map[string]string) {
+func (s *Server) findResource(uri string) (Handler, HandlerOptions, map[string]string) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if e, ok := s.resIdx[uri]; ok {
-		return e.handler, nil
+		return e.handler, e.opts, nil
 	}
 	for _, t := range s.templates {
 		if vars, ok := matchTemplate(t.tmpl.URITemplate, uri); ok {
-			return t.handler, vars
+			return t.handler, t.opts, vars
 		}
 	}
-	return nil, nil
+	return nil, HandlerOptions{}, nil
 }
 
 // matchTemplate matches uri against a level-1 URI template.
