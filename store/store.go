@@ -1,8 +1,9 @@
-// Package store defines the persistence the URL-mode elicitation pages need:
-// pending out-of-band flows, the sealed per-user secrets those flows collect,
-// and browser login sessions. It holds interfaces and plain types only, so
-// that SQLite (store/sqlite) and later PostgreSQL implementations can share
-// one contract, checked by store/storetest.
+// Package store defines the persistence elicit servers need: the pending
+// out-of-band flows of URL-mode elicitation, the sealed per-user secrets
+// those flows collect, browser login sessions, and the operation ledger
+// with the application records its effects write. It holds interfaces and
+// plain types only, so that SQLite (store/sqlite) and later PostgreSQL
+// implementations can share one contract, checked by store/storetest.
 //
 // A Store never sees plaintext secrets: callers pass sealed (encrypted)
 // blobs, keeping third-party credentials out of the database in the clear
@@ -99,8 +100,107 @@ type Store interface {
 	DeleteSession(ctx context.Context, id string) error
 	// DeleteExpired removes flows (pending or complete) and sessions whose
 	// ExpiresAt is before now, and returns how many rows went. Secrets are
-	// kept: they belong to the user, not to the flow.
+	// kept: they belong to the user, not to the flow. So are operations
+	// and records: they are the audit trail.
 	DeleteExpired(ctx context.Context, now time.Time) (int64, error)
 	// Close releases the store's resources.
 	Close() error
+
+	Ledger
 }
+
+// Operation is one row of the ledger: the recorded outcome of one MRTR
+// operation (mcpserver's Request.OperationID). A retry that is replayed
+// after the operation completed finds it here and answers with Result
+// instead of running the effect again (seed 002, "Draft operation already
+// completed"; RS-S-08: single use needs server-side bookkeeping). Rows are
+// written once and never change.
+type Operation struct {
+	// ID is the operation id, 1–128 bytes (mcpserver makes 32 hex
+	// characters, 128 random bits).
+	ID string
+	// Principal is the user the operation ran for.
+	Principal string
+	// Name says what ran, e.g. "tools/call export_report".
+	Name string
+	// Outcome is the application's outcome label, e.g. "prepared", "sent",
+	// "declined", "cancelled". Outcomes are not faults.
+	Outcome string
+	// Result is the recorded result, opaque to the store (e.g. the JSON of
+	// the CallToolResult that was returned). Nil reads back as empty.
+	Result []byte
+	// CompletedAt is when the operation completed (second precision at
+	// least).
+	CompletedAt time.Time
+}
+
+// Record is one application row written by an operation's effect: a
+// report draft, a send. Records are addressed by (Kind, ID) and owned by
+// Principal; Status is the application's state of the row.
+type Record struct {
+	// Kind names the collection, e.g. "report_draft"; 1–64 bytes.
+	Kind string
+	// ID is unique within Kind; 1–128 bytes.
+	ID string
+	// Principal owns the record.
+	Principal string
+	// Status is the application state, e.g. "prepared" or "sent".
+	Status string
+	// Data is the application payload, opaque to the store. Nil reads back
+	// as empty.
+	Data []byte
+	// OperationID is the operation whose effect last wrote the record; the
+	// store sets it. It lets an investigator tie a row to its decision.
+	OperationID string
+	// Version is 1 after Insert and grows by one with each Update; the
+	// store sets it. Update is conditional on it (optimistic locking).
+	Version int64
+	// CreatedAt and UpdatedAt are set by the caller.
+	CreatedAt, UpdatedAt time.Time
+}
+
+// Effects is what an effect may do inside CompleteOperation's transaction.
+// It is valid only until the effect returns.
+type Effects interface {
+	// Insert adds r, setting r.Version to 1 and r.OperationID to the
+	// operation's id. ErrConflict if (Kind, ID) exists.
+	Insert(ctx context.Context, r *Record) error
+	// Get returns the record as this transaction sees it. ErrNotFound if
+	// there is none.
+	Get(ctx context.Context, kind, id string) (*Record, error)
+	// Update writes r.Status, r.Data and r.UpdatedAt to the record (r.Kind,
+	// r.ID) if its stored Version still equals r.Version, then increments
+	// r.Version and sets r.OperationID. ErrNotFound if there is no such
+	// record, ErrConflict if its version moved on.
+	Update(ctx context.Context, r *Record) error
+}
+
+// Ledger records operations together with their effects. Implementations
+// are safe for concurrent use.
+type Ledger interface {
+	// CompleteOperation runs effect and records op in one transaction, so
+	// the effect and its ledger row are written together or not at all. If
+	// the ledger already holds op.ID, effect does not run and the error
+	// wraps ErrConflict (read the recorded row with GetOperation). If
+	// effect returns an error, nothing is written and that error is
+	// returned as is. effect may set op.Outcome and op.Result, which are
+	// recorded after it returns nil; a nil effect records op alone. Of
+	// several concurrent calls for one op.ID, at most one runs its effect
+	// to commit. An empty or over-long op.ID is an error.
+	CompleteOperation(ctx context.Context, op *Operation, effect func(ctx context.Context, fx Effects) error) error
+	// GetOperation returns the recorded operation. ErrNotFound if there is
+	// none.
+	GetOperation(ctx context.Context, id string) (*Operation, error)
+	// GetRecord returns one record. ErrNotFound if there is none.
+	GetRecord(ctx context.Context, kind, id string) (*Record, error)
+	// ListRecords returns principal's records of kind, oldest first (by
+	// CreatedAt, then ID); an empty slice when there are none.
+	ListRecords(ctx context.Context, kind, principal string) ([]*Record, error)
+}
+
+// Limits on ledger identifiers, in bytes.
+const (
+	MaxOperationIDLen = 128
+	MaxRecordKindLen  = 64
+	MaxRecordIDLen    = 128
+)

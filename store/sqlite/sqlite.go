@@ -61,6 +61,28 @@ var migrations = []string{
 		expires_at INTEGER NOT NULL
 	);
 	CREATE INDEX sessions_expires_at ON sessions (expires_at);`,
+	// 2: the operation ledger and the records its effects write.
+	`CREATE TABLE operations (
+		id           TEXT PRIMARY KEY,
+		principal    TEXT NOT NULL,
+		name         TEXT NOT NULL,
+		outcome      TEXT NOT NULL,
+		result       BLOB NOT NULL,
+		completed_at INTEGER NOT NULL
+	);
+	CREATE TABLE records (
+		kind         TEXT NOT NULL,
+		id           TEXT NOT NULL,
+		principal    TEXT NOT NULL,
+		status       TEXT NOT NULL,
+		data         BLOB NOT NULL,
+		operation_id TEXT NOT NULL,
+		version      INTEGER NOT NULL,
+		created_at   INTEGER NOT NULL,
+		updated_at   INTEGER NOT NULL,
+		PRIMARY KEY (kind, id)
+	);
+	CREATE INDEX records_owner ON records (kind, principal, created_at, id);`,
 }
 
 // Open opens (creating if needed) the database file at path and brings its

@@ -156,3 +156,39 @@ func TestOpenInvalidPath(t *testing.T) {
 		}
 	}
 }
+
+// A database made by the first release (schema 1) gains the ledger tables
+// on open and keeps its data.
+func TestMigrateFromSchema1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "elicit.db")
+	ctx := context.Background()
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &store.Flow{ID: "0123456789abcdef0123456789abcdef", Principal: "alice", Purpose: "billing_key",
+		Status: store.FlowPending, CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
+	if err := s.CreateFlow(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`DROP TABLE operations`, `DROP TABLE records`, `UPDATE schema_version SET version = 1`} {
+		if _, err := s.db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	s, err = Open(path)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer s.Close()
+	if v, _ := s.SchemaVersion(ctx); v != len(migrations) {
+		t.Fatalf("schema version %d, want %d", v, len(migrations))
+	}
+	if _, err := s.GetFlow(ctx, f.ID); err != nil {
+		t.Fatalf("flow lost: %v", err)
+	}
+	if err := s.CompleteOperation(ctx, &store.Operation{ID: "op", Principal: "alice", CompletedAt: time.Now()}, nil); err != nil {
+		t.Fatalf("ledger after migration: %v", err)
+	}
+}

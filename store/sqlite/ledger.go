@@ -1,0 +1,241 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mcp-elicit/elicit/store"
+)
+
+// CompleteOperation implements store.Ledger. The transaction is IMMEDIATE
+// (see Open), so concurrent calls queue on the write lock; the one that
+// finds no ledger row runs its effect, the others see its row and get
+// ErrConflict.
+func (s *Store) CompleteOperation(ctx context.Context, op *store.Operation, effect func(context.Context, store.Effects) error) error {
+	if op == nil || op.ID == "" || len(op.ID) > store.MaxOperationIDLen {
+		return errors.New("sqlite: complete operation: operation id must be 1 to 128 bytes")
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: complete operation: %w", err)
+	}
+	defer tx.Rollback()
+	var one int
+	err = tx.QueryRowContext(ctx, `SELECT 1 FROM operations WHERE id = ?`, op.ID).Scan(&one)
+	switch {
+	case err == nil:
+		return fmt.Errorf("sqlite: operation already recorded: %w", store.ErrConflict)
+	case !errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("sqlite: complete operation: %w", err)
+	}
+	if effect != nil {
+		fx := &effects{tx: tx, opID: op.ID}
+		err := effect(ctx, fx)
+		fx.done = true
+		if err != nil {
+			return err
+		}
+	}
+	result := op.Result
+	if result == nil {
+		result = []byte{}
+	}
+	_, err = tx.ExecContext(ctx,
+		`INSERT INTO operations (id, principal, name, outcome, result, completed_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		op.ID, op.Principal, op.Name, op.Outcome, result, zNanos(op.CompletedAt))
+	if isUniqueViolation(err) {
+		return fmt.Errorf("sqlite: operation already recorded: %w", store.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: record operation: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: complete operation: %w", err)
+	}
+	return nil
+}
+
+// GetOperation implements store.Ledger.
+func (s *Store) GetOperation(ctx context.Context, id string) (*store.Operation, error) {
+	op := store.Operation{ID: id}
+	var completed int64
+	err := s.db.QueryRowContext(ctx,
+		`SELECT principal, name, outcome, result, completed_at FROM operations WHERE id = ?`, id).
+		Scan(&op.Principal, &op.Name, &op.Outcome, &op.Result, &completed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get operation: %w", err)
+	}
+	if op.Result == nil {
+		op.Result = []byte{}
+	}
+	op.CompletedAt = fromZNanos(completed)
+	return &op, nil
+}
+
+const recordColumns = `kind, id, principal, status, data, operation_id, version, created_at, updated_at`
+
+func scanRecord(row rowScanner) (*store.Record, error) {
+	var (
+		r                store.Record
+		created, updated int64
+	)
+	if err := row.Scan(&r.Kind, &r.ID, &r.Principal, &r.Status, &r.Data, &r.OperationID, &r.Version, &created, &updated); err != nil {
+		return nil, err
+	}
+	if r.Data == nil {
+		r.Data = []byte{}
+	}
+	r.CreatedAt, r.UpdatedAt = fromZNanos(created), fromZNanos(updated)
+	return &r, nil
+}
+
+// queryer is what both *sql.DB and *sql.Tx offer.
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func getRecord(ctx context.Context, q queryer, kind, id string) (*store.Record, error) {
+	r, err := scanRecord(q.QueryRowContext(ctx, `SELECT `+recordColumns+` FROM records WHERE kind = ? AND id = ?`, kind, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get record: %w", err)
+	}
+	return r, nil
+}
+
+// GetRecord implements store.Ledger.
+func (s *Store) GetRecord(ctx context.Context, kind, id string) (*store.Record, error) {
+	return getRecord(ctx, s.db, kind, id)
+}
+
+// ListRecords implements store.Ledger.
+func (s *Store) ListRecords(ctx context.Context, kind, principal string) ([]*store.Record, error) {
+	rows, err := s.db.QueryContext(ctx,
+		`SELECT `+recordColumns+` FROM records WHERE kind = ? AND principal = ? ORDER BY created_at, id`, kind, principal)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list records: %w", err)
+	}
+	defer rows.Close()
+	out := []*store.Record{}
+	for rows.Next() {
+		r, err := scanRecord(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: list records: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list records: %w", err)
+	}
+	return out, nil
+}
+
+// effects is store.Effects over one transaction.
+type effects struct {
+	tx   *sql.Tx
+	opID string
+	done bool
+}
+
+var errEffectsDone = errors.New("sqlite: Effects used after the effect returned")
+
+func checkRecordKey(kind, id string) error {
+	if kind == "" || len(kind) > store.MaxRecordKindLen || id == "" || len(id) > store.MaxRecordIDLen {
+		return errors.New("sqlite: record kind must be 1 to 64 bytes and id 1 to 128 bytes")
+	}
+	return nil
+}
+
+// Insert implements store.Effects.
+func (e *effects) Insert(ctx context.Context, r *store.Record) error {
+	if e.done {
+		return errEffectsDone
+	}
+	if r == nil {
+		return errors.New("sqlite: nil record")
+	}
+	if err := checkRecordKey(r.Kind, r.ID); err != nil {
+		return err
+	}
+	data := r.Data
+	if data == nil {
+		data = []byte{}
+	}
+	_, err := e.tx.ExecContext(ctx, `INSERT INTO records (`+recordColumns+`) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)`,
+		r.Kind, r.ID, r.Principal, r.Status, data, e.opID, zNanos(r.CreatedAt), zNanos(r.UpdatedAt))
+	if isUniqueViolation(err) {
+		return fmt.Errorf("sqlite: record exists: %w", store.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: insert record: %w", err)
+	}
+	r.Version, r.OperationID = 1, e.opID
+	return nil
+}
+
+// Get implements store.Effects.
+func (e *effects) Get(ctx context.Context, kind, id string) (*store.Record, error) {
+	if e.done {
+		return nil, errEffectsDone
+	}
+	return getRecord(ctx, e.tx, kind, id)
+}
+
+// Update implements store.Effects; the version condition in the WHERE
+// clause is the optimistic lock.
+func (e *effects) Update(ctx context.Context, r *store.Record) error {
+	if e.done {
+		return errEffectsDone
+	}
+	if r == nil {
+		return errors.New("sqlite: nil record")
+	}
+	data := r.Data
+	if data == nil {
+		data = []byte{}
+	}
+	res, err := e.tx.ExecContext(ctx,
+		`UPDATE records SET status = ?, data = ?, updated_at = ?, operation_id = ?, version = version + 1
+		 WHERE kind = ? AND id = ? AND version = ?`,
+		r.Status, data, zNanos(r.UpdatedAt), e.opID, r.Kind, r.ID, r.Version)
+	if err != nil {
+		return fmt.Errorf("sqlite: update record: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("sqlite: update record: %w", err)
+	}
+	if n != 1 {
+		if _, err := getRecord(ctx, e.tx, r.Kind, r.ID); err != nil {
+			return err
+		}
+		return fmt.Errorf("sqlite: record changed since it was read: %w", store.ErrConflict)
+	}
+	r.Version++
+	r.OperationID = e.opID
+	return nil
+}
+
+// zNanos stores the zero time as 0 (its UnixNano is undefined), and
+// fromZNanos reads 0 back as the zero time.
+func zNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromZNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return fromNanos(n)
+}
