@@ -311,7 +311,8 @@ func validPurpose(p string) bool {
 
 // purposeHeadings names what a page collects, for known purposes.
 var purposeHeadings = map[string]string{
-	"billing_key": "Connect your payment provider",
+	"billing_key":       "Connect your payment provider",
+	"reporting_account": "Connect your reporting account",
 }
 
 func purposeHeading(purpose string) string {

@@ -32,6 +32,7 @@ import (
 	"github.com/mcp-elicit/elicit/auth"
 	"github.com/mcp-elicit/elicit/connect"
 	"github.com/mcp-elicit/elicit/examples/billing"
+	"github.com/mcp-elicit/elicit/examples/reports"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
 	"github.com/mcp-elicit/elicit/reqstate"
@@ -223,6 +224,7 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 		Logger:       logger,
 	})
 	billing.New(flows).Register(srv)
+	reports.New(flows, st, logger).Register(srv)
 
 	hosts := []string{"localhost", "127.0.0.1", "::1"}
 	if u, err := url.Parse(cfg.publicURL); err == nil {

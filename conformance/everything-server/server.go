@@ -240,6 +240,9 @@ func requestStateTool(_ context.Context, req *mcpserver.Request) (mcpserver.Repl
 func multipleInputsTool(_ context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
 	ask := askName().Sample("greeting", greetingRequest).ListRoots("client_roots").WithState([]byte("multiple-inputs"))
 	name := req.Elicitation("user_name")
+	if name.Outcome == elicit.Declined || name.Outcome == elicit.Cancelled {
+		return mcpserver.Text("No name given (" + name.Outcome.String() + ")."), nil // never asked again
+	}
 	greeting, okG := req.Sampling("greeting")
 	roots, okR := req.Roots("client_roots")
 	if name.Outcome != elicit.Accepted || !okG || !okR {
@@ -273,13 +276,19 @@ func multiRoundTool(_ context.Context, req *mcpserver.Request) (mcpserver.Reply,
 	}
 	switch st.Step {
 	case 1:
-		if a := req.Elicitation("step1"); a.Outcome == elicit.Accepted {
+		switch a := req.Elicitation("step1"); a.Outcome {
+		case elicit.Accepted:
 			return askStep2(fmt.Sprint(a.Content["name"]))
+		case elicit.Declined, elicit.Cancelled:
+			return mcpserver.Text("No name given (" + a.Outcome.String() + ")."), nil // never asked again
 		}
 		return askStep1()
 	case 2:
-		if a := req.Elicitation("step2"); a.Outcome == elicit.Accepted {
+		switch a := req.Elicitation("step2"); a.Outcome {
+		case elicit.Accepted:
 			return mcpserver.Text(fmt.Sprintf("%s's favorite color is %s (completed in round %d).", st.Name, a.Content["color"], req.Round)), nil
+		case elicit.Declined, elicit.Cancelled:
+			return mcpserver.Text("No colour given (" + a.Outcome.String() + ")."), nil
 		}
 		return askStep2(st.Name)
 	}
@@ -306,8 +315,11 @@ func capabilitiesTool(_ context.Context, req *mcpserver.Request) (mcpserver.Repl
 	if res, ok := req.Sampling("capital_question"); ok {
 		got = append(got, "sampling: "+samplingText(res))
 	}
-	if a := req.Elicitation("user_name"); a.Outcome == elicit.Accepted {
+	switch a := req.Elicitation("user_name"); a.Outcome {
+	case elicit.Accepted:
 		got = append(got, fmt.Sprintf("elicitation: %v", a.Content["name"]))
+	case elicit.Declined, elicit.Cancelled:
+		got = append(got, "elicitation: "+a.Outcome.String()) // never asked again
 	}
 	if res, ok := req.Roots("client_roots"); ok {
 		got = append(got, "roots: "+describeRoots(res))
