@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // ErrBadSchema is wrapped by every error about a form schema that form mode
@@ -112,7 +114,7 @@ func (p *Property) label(name string) string {
 //
 // Errors wrap ErrBadSchema and name the property, never a value.
 func ParseSchema(raw json.RawMessage) (*Schema, error) {
-	return parse(raw, modeSend, nil)
+	return cachedParse(raw, modeSend)
 }
 
 // ParseSchemaForAnswers parses a requestedSchema in order to validate the
@@ -122,7 +124,41 @@ func ParseSchema(raw json.RawMessage) (*Schema, error) {
 // secret guard is not applied (the question was already asked) and oneOf
 // and anyOf entries may lack titles. Legacy enumNames schemas are read.
 func ParseSchemaForAnswers(raw json.RawMessage) (*Schema, error) {
-	return parse(raw, modeAnswers, nil)
+	return cachedParse(raw, modeAnswers)
+}
+
+// Parsed schemas are kept by content: a server asks the same few forms
+// again and again, and reads each one back on every retry. The cache is
+// bounded in entries and in the size of what it keeps, so schemas that
+// arrive from elsewhere cannot grow it without limit.
+const (
+	schemaCacheEntries = 1024
+	schemaCacheMaxRaw  = 4 << 10
+)
+
+var schemaCache struct {
+	m sync.Map // string(mode byte + raw) → *Schema
+	n atomic.Int64
+}
+
+func cachedParse(raw json.RawMessage, mode parseMode) (*Schema, error) {
+	if len(raw) > schemaCacheMaxRaw {
+		return parse(raw, mode, nil)
+	}
+	key := string(append([]byte{byte(mode)}, raw...))
+	if v, ok := schemaCache.m.Load(key); ok {
+		return v.(*Schema), nil
+	}
+	s, err := parse(raw, mode, nil)
+	if err != nil {
+		return nil, err
+	}
+	if schemaCache.n.Load() < schemaCacheEntries {
+		if _, loaded := schemaCache.m.LoadOrStore(key, s); !loaded {
+			schemaCache.n.Add(1)
+		}
+	}
+	return s, nil
 }
 
 type parseMode int

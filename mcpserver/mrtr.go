@@ -410,14 +410,23 @@ func (r *Request) BindArguments(v any) error {
 }
 
 func (s *Server) serveMRTR(ctx context.Context, in *Incoming, principal string, notify Notifier, h Handler, o HandlerOptions, vars map[string]string) (any, error) {
-	digest, err := reqstate.DigestArguments(in.Arguments)
-	if err != nil {
-		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: arguments are not valid JSON")
+	// The binding (with its argument digest) is only needed to open or
+	// seal a state, so a plain call does not pay for it.
+	var binding reqstate.Binding
+	bind := func() error {
+		digest, err := reqstate.DigestArguments(in.Arguments)
+		if err != nil {
+			return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: arguments are not valid JSON")
+		}
+		binding = reqstate.Binding{Principal: principal, Method: in.Method, Name: in.Name, ArgsDigest: digest}
+		return nil
 	}
-	binding := reqstate.Binding{Principal: principal, Method: in.Method, Name: in.Name, ArgsDigest: digest}
 	req := &Request{Method: in.Method, Name: in.Name, Principal: principal, Meta: in.Meta, Arguments: in.Arguments,
 		TemplateVars: vars, notify: notify}
 	if in.RequestState != nil {
+		if err := bind(); err != nil {
+			return nil, err
+		}
 		claims, err := s.sealer.Open(*in.RequestState, binding)
 		if err != nil {
 			var re *reqstate.Error
@@ -463,6 +472,11 @@ func (s *Server) serveMRTR(ctx context.Context, in *Incoming, principal string, 
 	}
 	switch r := reply.(type) {
 	case *InputRequired:
+		if binding.Method == "" {
+			if err := bind(); err != nil {
+				return nil, err
+			}
+		}
 		return s.inputRequired(in, req, binding, r)
 	case toolReply:
 		if in.Method != mcp.MethodToolsCall || r.r == nil {

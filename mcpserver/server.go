@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/mcp-elicit/elicit/jsonrpc"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/reqstate"
@@ -80,9 +81,12 @@ type Server struct {
 	templates []*templateEntry
 	complete  CompletionHandler
 
-	// cached encodings of the list results, built on first use.
-	listOnce sync.Once
-	lists    map[string]json.RawMessage
+	// encoded holds the JSON of server/discover and the list results,
+	// which change only on registration; caps the advertised capabilities.
+	// Both are built on first use and dropped by every registration.
+	encoded map[string]json.RawMessage
+	caps    *mcp.ServerCapabilities
+	gen     uint64
 }
 
 type toolEntry struct {
@@ -196,6 +200,8 @@ func (s *Server) AddToolWith(t *mcp.Tool, h Handler, o *HandlerOptions) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.encoded, s.caps = nil, nil
+	s.gen++
 	if _, dup := s.toolIndex[t.Name]; dup {
 		panic(fmt.Sprintf("mcpserver: tool %q registered twice", t.Name))
 	}
@@ -211,6 +217,8 @@ func (s *Server) AddPrompt(p *mcp.Prompt, h Handler) { s.AddPromptWith(p, h, nil
 func (s *Server) AddPromptWith(p *mcp.Prompt, h Handler, o *HandlerOptions) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.encoded, s.caps = nil, nil
+	s.gen++
 	if _, dup := s.promptIdx[p.Name]; dup || p.Name == "" {
 		panic(fmt.Sprintf("mcpserver: prompt %q empty or registered twice", p.Name))
 	}
@@ -226,6 +234,8 @@ func (s *Server) AddResource(r *mcp.Resource, h Handler) { s.AddResourceWith(r, 
 func (s *Server) AddResourceWith(r *mcp.Resource, h Handler, o *HandlerOptions) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.encoded, s.caps = nil, nil
+	s.gen++
 	if _, dup := s.resIdx[r.URI]; dup || r.URI == "" {
 		panic(fmt.Sprintf("mcpserver: resource %q empty or registered twice", r.URI))
 	}
@@ -246,6 +256,8 @@ func (s *Server) AddResourceTemplate(t *mcp.ResourceTemplate, h Handler) {
 func (s *Server) AddResourceTemplateWith(t *mcp.ResourceTemplate, h Handler, o *HandlerOptions) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.encoded, s.caps = nil, nil
+	s.gen++
 	s.templates = append(s.templates, &templateEntry{tmpl: t, handler: h, opts: optsOf(o)})
 }
 
@@ -254,6 +266,8 @@ func (s *Server) AddResourceTemplateWith(t *mcp.ResourceTemplate, h Handler, o *
 func (s *Server) SetCompletionHandler(h CompletionHandler) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.encoded, s.caps = nil, nil
+	s.gen++
 	s.complete = h
 }
 
@@ -286,7 +300,19 @@ func validToolName(n string) bool {
 // resources and completions when something of that kind is registered.
 func (s *Server) Capabilities() mcp.ServerCapabilities {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
+	if c := s.caps; c != nil {
+		s.mu.RUnlock()
+		return *c
+	}
+	s.mu.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.capabilitiesLocked()
+	s.caps = &c
+	return c
+}
+
+func (s *Server) capabilitiesLocked() mcp.ServerCapabilities {
 	var c mcp.ServerCapabilities
 	if len(s.tools) > 0 {
 		c.Tools = &mcp.ListChangedCapability{}
@@ -380,7 +406,7 @@ func Parse(req *jsonrpc.Request) (*Incoming, *jsonrpc.Error) {
 	in := &Incoming{ID: req.ID, Method: req.Method}
 	var p rawParams
 	if len(req.Params) > 0 {
-		if err := json.Unmarshal(req.Params, &p); err != nil {
+		if err := jsonv2.Unmarshal(req.Params, &p); err != nil {
 			return in, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: %s", jsonProblem(err))
 		}
 	}
@@ -427,10 +453,15 @@ func Parse(req *jsonrpc.Request) (*Incoming, *jsonrpc.Error) {
 	return in, nil
 }
 
+// jsonProblem names where decoding failed, never the value found there.
 func jsonProblem(err error) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		return fmt.Sprintf("%s has the wrong type", te.Field)
+	}
+	var se *jsonv2.SemanticError
+	if errors.As(err, &se) && se.JSONPointer != "" {
+		return fmt.Sprintf("%s has the wrong type", se.JSONPointer)
 	}
 	return "malformed JSON"
 }
@@ -482,56 +513,10 @@ func (s *Server) dispatch(ctx context.Context, in *Incoming, principal string, n
 	if !s.Known(in.Method) {
 		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: %s", in.Method)
 	}
-	lc := s.opts.ListCache
+	if staticMethods[in.Method] {
+		return s.staticResult(in)
+	}
 	switch in.Method {
-	case mcp.MethodDiscover:
-		return &mcp.DiscoverResult{ResultType: mcp.ResultTypeComplete, SupportedVersions: s.versions,
-			Capabilities: s.Capabilities(), Instructions: s.opts.Instructions,
-			TTLMs: ttlMs(lc.TTL), CacheScope: lc.Scope, Meta: s.serverMeta()}, nil
-	case mcp.MethodToolsList:
-		if err := checkCursor(in); err != nil {
-			return nil, err
-		}
-		s.mu.RLock()
-		tools := make([]*mcp.Tool, len(s.tools))
-		for i, e := range s.tools {
-			tools[i] = e.tool
-		}
-		s.mu.RUnlock()
-		return &mcp.ListToolsResult{ResultType: mcp.ResultTypeComplete, Tools: tools, TTLMs: ttlMs(lc.TTL), CacheScope: lc.Scope, Meta: s.serverMeta()}, nil
-	case mcp.MethodPromptsList:
-		if err := checkCursor(in); err != nil {
-			return nil, err
-		}
-		s.mu.RLock()
-		prompts := make([]*mcp.Prompt, len(s.prompts))
-		for i, e := range s.prompts {
-			prompts[i] = e.prompt
-		}
-		s.mu.RUnlock()
-		return &mcp.ListPromptsResult{ResultType: mcp.ResultTypeComplete, Prompts: prompts, TTLMs: ttlMs(lc.TTL), CacheScope: lc.Scope, Meta: s.serverMeta()}, nil
-	case mcp.MethodResourcesList:
-		if err := checkCursor(in); err != nil {
-			return nil, err
-		}
-		s.mu.RLock()
-		res := make([]*mcp.Resource, len(s.resources))
-		for i, e := range s.resources {
-			res[i] = e.res
-		}
-		s.mu.RUnlock()
-		return &mcp.ListResourcesResult{ResultType: mcp.ResultTypeComplete, Resources: res, TTLMs: ttlMs(lc.TTL), CacheScope: lc.Scope, Meta: s.serverMeta()}, nil
-	case mcp.MethodResourceTemplatesList:
-		if err := checkCursor(in); err != nil {
-			return nil, err
-		}
-		s.mu.RLock()
-		ts := make([]*mcp.ResourceTemplate, len(s.templates))
-		for i, e := range s.templates {
-			ts[i] = e.tmpl
-		}
-		s.mu.RUnlock()
-		return &mcp.ListResourceTemplatesResult{ResultType: mcp.ResultTypeComplete, ResourceTemplates: ts, TTLMs: ttlMs(lc.TTL), CacheScope: lc.Scope, Meta: s.serverMeta()}, nil
 	case mcp.MethodCompletionComplete:
 		return s.serveComplete(ctx, in)
 	case mcp.MethodToolsCall:
@@ -674,4 +659,95 @@ func newOperationID() [16]byte {
 		panic("mcpserver: crypto/rand failed: " + err.Error())
 	}
 	return id
+}
+
+// staticMethods are answered from registrations alone, so their encoded
+// results are kept until the next registration.
+var staticMethods = map[string]bool{
+	mcp.MethodDiscover: true, mcp.MethodToolsList: true, mcp.MethodPromptsList: true,
+	mcp.MethodResourcesList: true, mcp.MethodResourceTemplatesList: true,
+}
+
+func (s *Server) staticResult(in *Incoming) (any, error) {
+	if err := checkCursor(in); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	b, gen := s.encoded[in.Method], s.gen
+	s.mu.RUnlock()
+	if b != nil {
+		return b, nil
+	}
+	res, err := s.buildStatic(in)
+	if err != nil {
+		return nil, err
+	}
+	enc, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.gen == gen { // no registration since we started
+		if s.encoded == nil {
+			s.encoded = map[string]json.RawMessage{}
+		}
+		s.encoded[in.Method] = enc
+	}
+	s.mu.Unlock()
+	return json.RawMessage(enc), nil
+}
+
+func (s *Server) buildStatic(in *Incoming) (any, error) {
+	lc := s.opts.ListCache
+	switch in.Method {
+	case mcp.MethodDiscover:
+		return &mcp.DiscoverResult{ResultType: mcp.ResultTypeComplete, SupportedVersions: s.versions,
+			Capabilities: s.Capabilities(), Instructions: s.opts.Instructions,
+			TTLMs: ttlMs(lc.TTL), CacheScope: lc.Scope, Meta: s.serverMeta()}, nil
+	case mcp.MethodToolsList:
+		if err := checkCursor(in); err != nil {
+			return nil, err
+		}
+		s.mu.RLock()
+		tools := make([]*mcp.Tool, len(s.tools))
+		for i, e := range s.tools {
+			tools[i] = e.tool
+		}
+		s.mu.RUnlock()
+		return &mcp.ListToolsResult{ResultType: mcp.ResultTypeComplete, Tools: tools, TTLMs: ttlMs(lc.TTL), CacheScope: lc.Scope, Meta: s.serverMeta()}, nil
+	case mcp.MethodPromptsList:
+		if err := checkCursor(in); err != nil {
+			return nil, err
+		}
+		s.mu.RLock()
+		prompts := make([]*mcp.Prompt, len(s.prompts))
+		for i, e := range s.prompts {
+			prompts[i] = e.prompt
+		}
+		s.mu.RUnlock()
+		return &mcp.ListPromptsResult{ResultType: mcp.ResultTypeComplete, Prompts: prompts, TTLMs: ttlMs(lc.TTL), CacheScope: lc.Scope, Meta: s.serverMeta()}, nil
+	case mcp.MethodResourcesList:
+		if err := checkCursor(in); err != nil {
+			return nil, err
+		}
+		s.mu.RLock()
+		res := make([]*mcp.Resource, len(s.resources))
+		for i, e := range s.resources {
+			res[i] = e.res
+		}
+		s.mu.RUnlock()
+		return &mcp.ListResourcesResult{ResultType: mcp.ResultTypeComplete, Resources: res, TTLMs: ttlMs(lc.TTL), CacheScope: lc.Scope, Meta: s.serverMeta()}, nil
+	case mcp.MethodResourceTemplatesList:
+		if err := checkCursor(in); err != nil {
+			return nil, err
+		}
+		s.mu.RLock()
+		ts := make([]*mcp.ResourceTemplate, len(s.templates))
+		for i, e := range s.templates {
+			ts[i] = e.tmpl
+		}
+		s.mu.RUnlock()
+		return &mcp.ListResourceTemplatesResult{ResultType: mcp.ResultTypeComplete, ResourceTemplates: ts, TTLMs: ttlMs(lc.TTL), CacheScope: lc.Scope, Meta: s.serverMeta()}, nil
+	}
+	return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: %s", in.Method)
 }

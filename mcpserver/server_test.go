@@ -254,3 +254,37 @@ func FuzzDecodePayload(f *testing.F) {
 		}
 	})
 }
+
+func TestListCacheFollowsRegistration(t *testing.T) {
+	s := newTestServer(t)
+	c := rpc{s, ""}
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	before, _ := c.call(t, list)
+	again, _ := c.call(t, list)
+	if mustJSON(before) != mustJSON(again) {
+		t.Fatal("cached list differs from the first")
+	}
+	s.AddTool(&mcp.Tool{Name: "late", Description: "added after serving"}, func(ctx context.Context, r *Request) (Reply, error) { return Text("x"), nil })
+	after, _ := c.call(t, list)
+	if !strings.Contains(mustJSON(after), `"name":"late"`) || strings.Contains(mustJSON(before), `"name":"late"`) {
+		t.Fatalf("list after registration: %s", mustJSON(after))
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct{ params, want string }{
+		{`{}`, "_meta is required"},
+		{`{"_meta":null}`, "_meta is required"},
+		{`{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}}}`, "_meta is missing io.modelcontextprotocol/protocolVersion"},
+		{`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`, "_meta is missing io.modelcontextprotocol/clientCapabilities"},
+		{`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":"all"}}`, "/_meta/io.modelcontextprotocol~1clientCapabilities has the wrong type"},
+		{`{"_meta":{"io.modelcontextprotocol/protocolVersion":7,"io.modelcontextprotocol/clientCapabilities":{}}}`, "wrong type"},
+	}
+	for _, tt := range tests {
+		req, _ := jsonrpc.DecodeRequest([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":` + tt.params + `}`))
+		_, err := Parse(req)
+		if err == nil || err.Code != jsonrpc.CodeInvalidParams || !strings.Contains(err.Message, tt.want) {
+			t.Errorf("%s: got %v, want -32602 containing %q", tt.params, err, tt.want)
+		}
+	}
+}
