@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	jsonv2 "github.com/go-json-experiment/json"
 	"net"
 	"net/url"
 	"strings"
@@ -126,7 +127,9 @@ func DecodeAnswer(raw json.RawMessage, schema *Schema) Answer {
 		Action  string          `json:"action"`
 		Content json.RawMessage `json:"content"`
 	}
-	if err := json.Unmarshal(raw, &r); err != nil {
+	// json v2: member names match exactly and duplicates are refused, so
+	// {"action":"accept","Action":"decline"} cannot mean two things.
+	if err := jsonv2.Unmarshal(raw, &r); err != nil {
 		return Answer{Outcome: Invalid, Problem: problemNotResult}
 	}
 	switch r.Action {
@@ -136,7 +139,7 @@ func DecodeAnswer(raw json.RawMessage, schema *Schema) Answer {
 		}
 		var content map[string]any
 		if len(r.Content) > 0 && string(r.Content) != "null" {
-			if err := json.Unmarshal(r.Content, &content); err != nil {
+			if err := jsonv2.Unmarshal(r.Content, &content); err != nil {
 				return Answer{Outcome: Invalid, Problem: problemNotObject}
 			}
 		}

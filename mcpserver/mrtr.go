@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	jsonv2 "github.com/go-json-experiment/json"
 	"sort"
 
 	"github.com/mcp-elicit/elicit/elicit"
@@ -352,7 +353,7 @@ func (r *Request) Sampling(key string) (*mcp.CreateMessageResult, bool) {
 		return nil, false
 	}
 	var res mcp.CreateMessageResult
-	if err := json.Unmarshal(r.responses[key], &res); err != nil || res.Role == "" || len(res.Content) == 0 {
+	if err := jsonv2.Unmarshal(r.responses[key], &res); err != nil || res.Role == "" || len(res.Content) == 0 {
 		return nil, false
 	}
 	return &res, true
@@ -365,7 +366,7 @@ func (r *Request) Roots(key string) (*mcp.ListRootsResult, bool) {
 		return nil, false
 	}
 	var res mcp.ListRootsResult
-	if err := json.Unmarshal(r.responses[key], &res); err != nil || res.Roots == nil {
+	if err := jsonv2.Unmarshal(r.responses[key], &res); err != nil || res.Roots == nil {
 		return nil, false
 	}
 	return &res, true
@@ -403,7 +404,7 @@ func (r *Request) BindArguments(v any) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = json.RawMessage("{}")
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
+	if err := jsonv2.Unmarshal(raw, v); err != nil {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: arguments: %s", jsonProblem(err))
 	}
 	return nil
@@ -461,6 +462,9 @@ func (s *Server) serveMRTR(ctx context.Context, in *Incoming, principal string, 
 			}
 			req.Round, req.opID, req.State, req.issued = int(claims.Round), claims.OperationID, state, iss
 			req.responses = in.InputResponses
+			if err := checkResponses(iss, in.InputResponses); err != nil {
+				return nil, err
+			}
 		}
 	} else {
 		req.opID = newOperationID()
@@ -665,4 +669,34 @@ func decodePayload(b []byte) (map[string]issued, []byte, bool) {
 		state = b
 	}
 	return iss, state, true
+}
+
+// checkResponses refuses, with -32602, an answer to a request this server
+// issued that is not the result type of that request (MRTR-S-11,
+// MRTR-S-12): a client bug must surface, not read as "no answer". Entries
+// under keys the server did not ask are ignored (MRTR-S-13), and so are null
+// entries. A well-formed form answer whose content does not fit the schema
+// is not refused here: the handler reads it as Invalid and asks again.
+func checkResponses(issued map[string]issued, responses map[string]json.RawMessage) error {
+	for key, is := range issued {
+		raw, ok := responses[key]
+		if !ok || len(raw) == 0 || string(raw) == "null" {
+			continue
+		}
+		var bad bool
+		switch is.kind {
+		case kindForm, kindURL:
+			bad = elicit.DecodeAnswer(raw, nil).Outcome == elicit.Invalid
+		case kindSampling:
+			var res mcp.CreateMessageResult
+			bad = jsonv2.Unmarshal(raw, &res) != nil || res.Role == "" || len(res.Content) == 0 || res.Model == ""
+		case kindRoots:
+			var res mcp.ListRootsResult
+			bad = jsonv2.Unmarshal(raw, &res) != nil || res.Roots == nil
+		}
+		if bad {
+			return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: inputResponses[%q] is not a valid result of the request issued under that key", key)
+		}
+	}
+	return nil
 }

@@ -558,7 +558,7 @@ func checkCursor(in *Incoming) error {
 func checkPromptArgs(p *mcp.Prompt, raw json.RawMessage) error {
 	args := map[string]any{}
 	if len(raw) > 0 && string(raw) != "null" {
-		if err := json.Unmarshal(raw, &args); err != nil {
+		if err := jsonv2.Unmarshal(raw, &args); err != nil {
 			return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: prompt arguments must be an object of strings")
 		}
 	}

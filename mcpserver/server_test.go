@@ -124,7 +124,6 @@ func TestFormRoundTrip(t *testing.T) {
 		{"cancel", `{"opts":{"action":"cancel"}}`, "complete", "cancelled"},
 		{"invalid enum asks again", `{"opts":{"action":"accept","content":{"level":"huge"}}}`, "input_required", ""},
 		{"unknown field is dropped", `{"opts":{"action":"accept","content":{"level":"summary","x":1}}}`, "complete", "level=summary state=" + appState},
-		{"not an object asks again", `{"opts":12345}`, "input_required", ""},
 		{"missing answer asks again (MRTR-S-14)", `{"other":{"action":"accept"}}`, "input_required", ""},
 		{"null responses asks again", `null`, "input_required", ""},
 	}
@@ -152,6 +151,23 @@ func TestFormRoundTrip(t *testing.T) {
 	// Bound to the tool.
 	if _, err := c.call(t, toolCall("ask_url", `{"elicitation":{"url":{}}}`, retry(state, `{}`))); err == nil || err.Code != -32602 {
 		t.Fatalf("other tool: %v", err)
+	}
+}
+
+func TestMalformedAnswerIsInvalidParams(t *testing.T) {
+	c := rpc{newTestServer(t), "alice"}
+	r1, _ := c.call(t, toolCall("ask_form", `{"elicitation":{}}`, ""))
+	state := r1["requestState"].(string)
+	for _, bad := range []string{`12345`, `"accept"`, `[]`, `{}`, `{"action":"ACCEPT"}`, `{"Action":"accept"}`} {
+		_, err := c.call(t, toolCall("ask_form", `{"elicitation":{}}`, retry(state, `{"opts":`+bad+`}`)))
+		if err == nil || err.Code != jsonrpc.CodeInvalidParams {
+			t.Errorf("%s: err = %v, want -32602", bad, err)
+		}
+	}
+	// Unasked keys and null entries are ignored (MRTR-S-13): asked again.
+	r, err := c.call(t, toolCall("ask_form", `{"elicitation":{}}`, retry(state, `{"opts":null,"other":12}`)))
+	if err != nil || r["resultType"] != "input_required" {
+		t.Fatalf("null entry: %v %v", r, err)
 	}
 }
 

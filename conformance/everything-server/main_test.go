@@ -582,7 +582,6 @@ func TestElicitationReasksOnWrongOrInvalidAnswers(t *testing.T) {
 		// With state: answers that do not fit the schema asked.
 		"wrong key with state":   {"inputResponses": map[string]any{"wrong_key": accept(`{"name":"Alice"}`)}, "requestState": state},
 		"number name with state": {"inputResponses": map[string]any{"user_name": accept(`{"name":12345}`)}, "requestState": state},
-		"number with state":      {"inputResponses": map[string]any{"user_name": 12345}, "requestState": state},
 		"no name with state":     {"inputResponses": map[string]any{"user_name": accept(`{}`)}, "requestState": state},
 	}
 	for name, extra := range cases {
@@ -607,9 +606,24 @@ func TestSamplingTwoRounds(t *testing.T) {
 	if got := text(t, res, 0); got != "The model answered: The capital of France is Paris." {
 		t.Errorf("text = %q", got)
 	}
-	// An answer that is not a CreateMessageResult is asked again.
-	c.tool(capsDefault, tool, map[string]any{
-		"inputResponses": map[string]any{"capital_question": obj(`{"action":"accept"}`)}, "requestState": state}).inputRequired(t)
+	// An answer that is not a CreateMessageResult is a client bug: -32602 (MRTR-S-11).
+	if code := c.tool(capsDefault, tool, map[string]any{
+		"inputResponses": map[string]any{"capital_question": obj(`{"action":"accept"}`)}, "requestState": state}).errorCode(t); code != -32602 {
+		t.Errorf("malformed sampling answer: code %d, want -32602", code)
+	}
+}
+
+// With a sealed state, an answer under an issued key that is not an
+// ElicitResult is refused with -32602 rather than read as "no answer".
+func TestMalformedAnswerWithStateIsAnError(t *testing.T) {
+	c := newTester(t)
+	const tool = "test_input_required_result_elicitation"
+	_, state := c.tool(capsDefault, tool, nil).inputRequired(t)
+	for _, bad := range []any{12345, "accept", []any{}, map[string]any{}, map[string]any{"action": "ACCEPT"}} {
+		if code := c.tool(capsDefault, tool, map[string]any{"inputResponses": map[string]any{"user_name": bad}, "requestState": state}).errorCode(t); code != -32602 {
+			t.Errorf("%v: code %d, want -32602", bad, code)
+		}
+	}
 }
 
 func TestListRootsTwoRounds(t *testing.T) {
