@@ -65,8 +65,11 @@ type DemoBearer struct {
 
 // Authenticate reads the bearer token as the user name.
 func (d DemoBearer) Authenticate(r *http.Request) (Principal, error) {
-	h := r.Header.Get("Authorization")
-	scheme, token, ok := strings.Cut(h, " ")
+	values := r.Header.Values("Authorization")
+	if len(values) != 1 {
+		return Principal{}, ErrUnauthenticated // none, or ambiguous
+	}
+	scheme, token, ok := strings.Cut(values[0], " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return Principal{}, ErrUnauthenticated
 	}

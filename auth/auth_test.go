@@ -41,6 +41,12 @@ func TestDemoBearer(t *testing.T) {
 			t.Errorf("%q: error %v is not ErrUnauthenticated", tt.header, err)
 		}
 	}
+	r := httptest.NewRequest("POST", "/mcp", nil)
+	r.Header.Add("Authorization", "Bearer alice")
+	r.Header.Add("Authorization", "Bearer bob")
+	if p, err := d.Authenticate(r); err == nil {
+		t.Errorf("two Authorization headers accepted as %q", p.Subject)
+	}
 	if c := d.Challenge(); c != `Bearer realm="elicitd"` {
 		t.Errorf("challenge %q", c)
 	}

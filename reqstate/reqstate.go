@@ -227,7 +227,7 @@ func (s *Sealer) Open(token string, b Binding) (*Claims, error) {
 	if len(token) == 0 || len(token) > MaxTokenLen {
 		return nil, &Error{ReasonMalformed}
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(token)
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(token)
 	if err != nil || len(raw) < 2 || raw[0] != version {
 		return nil, &Error{ReasonMalformed}
 	}

@@ -125,7 +125,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	if !h.hostAllowed(r) {
+	if len(r.Header.Values("Origin")) > 1 || !h.hostAllowed(r) {
 		writeError(w, http.StatusForbidden, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Forbidden: Host or Origin not allowed"))
 		return
 	}
@@ -137,8 +137,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Unauthorized"))
 		return
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "" && ct != "application/json" {
-		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+	if cts := r.Header.Values("Content-Type"); len(cts) > 1 || (len(cts) == 1 && cts[0] != "application/json") {
+		if mt, _, err := mime.ParseMediaType(cts[0]); len(cts) > 1 || err != nil || mt != "application/json" {
 			writeError(w, http.StatusUnsupportedMediaType, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Content-Type must be application/json"))
 			return
 		}
@@ -241,7 +241,15 @@ func headerValue(hd http.Header, name string) (string, bool) {
 	if len(vs) != 1 {
 		return "", false
 	}
-	return strings.Trim(vs[0], " \t"), true
+	v := strings.Trim(vs[0], " \t")
+	// Values are visible ASCII (and inner spaces or tabs): anything else
+	// must come base64-encoded (streamable-http.mdx §Value Encoding).
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < 0x20 && c != '\t') || c > 0x7e {
+			return "", false
+		}
+	}
+	return v, true
 }
 
 // DecodeHeaderValue decodes an Mcp-Name or Mcp-Param-* value: a value

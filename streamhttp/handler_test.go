@@ -123,6 +123,7 @@ func TestValidation(t *testing.T) {
 		{"unknown method", call{"POST", std("ping", ""), `{"jsonrpc":"2.0","id":1,"method":"ping","params":{` + meta + `}}`}, 404, -32601},
 		{"no name header", call{"POST", std("tools/call", ""), callBody(2, "echo", `{}`)}, 400, -32020},
 		{"name mismatch", call{"POST", std("tools/call", "other"), callBody(2, "echo", `{}`)}, 400, -32020},
+		{"name raw non-ASCII", call{"POST", std("tools/call", "café"), callBody(2, "café", `{}`)}, 400, -32020},
 		{"name base64", call{"POST", std("tools/call", "=?base64?ZWNobw==?="), callBody(2, "echo", `{}`)}, 200, 0},
 		{"name bad base64", call{"POST", std("tools/call", "=?base64?ZWNobw?="), callBody(2, "echo", `{}`)}, 400, -32020},
 		{"unknown tool", call{"POST", std("tools/call", "nope"), callBody(2, "nope", `{}`)}, 400, -32602},
