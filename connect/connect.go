@@ -168,11 +168,21 @@ func (s *Service) StartFlow(ctx context.Context, principal, purpose string) (*st
 	if !validPurpose(purpose) {
 		return nil, errors.New("connect: StartFlow: purpose must be 1-64 characters of [A-Za-z0-9._-]")
 	}
+	now := s.now()
+	// Reuse the user's live pending flow for this purpose while it has at
+	// least half its life left: repeated calls must not pile up rows, and
+	// any of them is finished by the same page.
+	if f, err := s.store.PendingFlow(ctx, principal, purpose, now); err == nil && f.ExpiresAt.Sub(now) >= s.flowTTL/2 {
+		s.audit(ctx, slog.LevelInfo, "flow_reused",
+			slog.String("flow_id", f.ID), slog.String("principal", principal), slog.String("purpose", purpose))
+		return f, nil
+	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("connect: start flow: %w", err)
+	}
 	id, err := randomHex(16)
 	if err != nil {
 		return nil, err
 	}
-	now := s.now()
 	f := &store.Flow{
 		ID:        id,
 		Principal: principal,

@@ -838,6 +838,8 @@ func TestKeyValidation(t *testing.T) {
 		{"too long", long},
 		{"control character", ctrl},
 		{"invalid utf-8", "sk_\xff\xfe"},
+		{"bidi override", "sk_live_\u202eabc"},
+		{"line separator", "sk_live_\u2028abc"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, body := h.post(alice, "/ui/set_api_key", url.Values{"api_key": {tc.key}, "csrf": {csrf}, "flow": {f.ID}})
@@ -876,10 +878,10 @@ func TestMethodsAndPaths(t *testing.T) {
 		status       int
 		allow        string
 	}{
-		{http.MethodPut, "/ui/set_api_key", http.StatusMethodNotAllowed, "GET, POST"},
-		{http.MethodDelete, "/ui/login", http.StatusMethodNotAllowed, "GET, POST"},
-		{http.MethodPatch, "/ui/", http.StatusMethodNotAllowed, "GET"},
-		{http.MethodPost, "/ui/", http.StatusMethodNotAllowed, "GET"},
+		{http.MethodPut, "/ui/set_api_key", http.StatusMethodNotAllowed, "GET, HEAD, POST"},
+		{http.MethodDelete, "/ui/login", http.StatusMethodNotAllowed, "GET, HEAD, POST"},
+		{http.MethodPatch, "/ui/", http.StatusMethodNotAllowed, "GET, HEAD"},
+		{http.MethodPost, "/ui/", http.StatusMethodNotAllowed, "GET, HEAD"},
 		{http.MethodGet, "/ui/logout", http.StatusMethodNotAllowed, "POST"},
 		{http.MethodOptions, "/ui/logout", http.StatusMethodNotAllowed, "POST"},
 		{http.MethodGet, "/ui/nope", http.StatusNotFound, ""},
@@ -892,14 +894,15 @@ func TestMethodsAndPaths(t *testing.T) {
 			t.Errorf("%s %s = %d Allow %q, want %d Allow %q", tc.method, tc.path, resp.StatusCode, resp.Header.Get("Allow"), tc.status, tc.allow)
 		}
 	}
-	// HEAD is not served either.
+	// HEAD is served wherever GET is (RFC 9110 §9.3.2), without a body.
 	resp, err := c.Head(h.srv.URL + "/ui/login")
 	if err != nil {
 		t.Fatal(err)
 	}
+	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusMethodNotAllowed {
-		t.Errorf("HEAD = %d", resp.StatusCode)
+	if resp.StatusCode != http.StatusOK || len(body) != 0 {
+		t.Errorf("HEAD = %d with %d body bytes", resp.StatusCode, len(body))
 	}
 }
 
@@ -1009,11 +1012,15 @@ func TestStartFlowValidation(t *testing.T) {
 			t.Errorf("StartFlow(%q, %q) succeeded", tc.principal, tc.purpose)
 		}
 	}
-	// Two flows get different ids of the documented shape.
-	a, b := h.startFlow("alice"), h.startFlow("alice")
+	// Flows of two users get different ids of the documented shape; a
+	// user's repeated request reuses the live pending flow.
+	a, b := h.startFlow("alice"), h.startFlow("bob")
 	idRE := regexp.MustCompile(`^[0-9a-f]{32}$`)
 	if a.ID == b.ID || !idRE.MatchString(a.ID) || !idRE.MatchString(b.ID) {
 		t.Fatalf("flow ids %q, %q", a.ID, b.ID)
+	}
+	if again := h.startFlow("alice"); again.ID != a.ID {
+		t.Fatalf("alice's second request made flow %q beside %q", again.ID, a.ID)
 	}
 	if a.Status != store.FlowPending || a.Principal != "alice" || a.Purpose != "billing_key" {
 		t.Fatalf("flow = %+v", a)
@@ -1285,4 +1292,42 @@ func ExampleService_StartFlow() {
 	// Output:
 	// https://mcp.example.com/ui/set_api_key?flow=<flow id>
 	// pending 32 15m0s
+}
+
+// A form posted from another site (another port of the same host
+// included) is refused before anything is read or stored, login included.
+func TestCrossOriginPostsRefused(t *testing.T) {
+	h := newHarness(t)
+	f := h.startFlow("alice")
+	alice := h.client()
+	h.login(alice, "alice", "/ui/")
+	_, body := h.get(alice, flowPath(f))
+	csrf := field(t, csrfRE, body)
+	form := url.Values{"api_key": {"sk_live_cross"}, "csrf": {csrf}, "flow": {f.ID}}
+	for _, hd := range []map[string]string{
+		{"Sec-Fetch-Site": "same-site", "Origin": "http://127.0.0.1:8080"},
+		{"Sec-Fetch-Site": "cross-site"},
+		{"Origin": "http://127.0.0.1:8080"},
+		{"Origin": "http://evil.example"},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, h.abs("/ui/set_api_key"), strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for k, v := range hd {
+			req.Header.Set(k, v)
+		}
+		resp, _ := h.do(alice, req)
+		wantStatus(t, resp, http.StatusForbidden)
+		h.wantNoSecret("alice")
+		h.wantPending(f)
+	}
+	if n := len(h.auditLines("cross_origin_refused")); n != 4 {
+		t.Fatalf("%d cross_origin_refused audit lines, want 4", n)
+	}
+	// A same-origin browser post (Origin null under no-referrer) is served.
+	req, _ := http.NewRequest(http.MethodPost, h.abs("/ui/set_api_key"), strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	req.Header.Set("Origin", "null")
+	resp, _ := h.do(alice, req)
+	wantStatus(t, resp, http.StatusOK)
 }

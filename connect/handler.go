@@ -63,9 +63,16 @@ func (s *Service) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
-	case r.Method == http.MethodGet && rt.get != nil:
-		rt.get(w, r)
+	case (r.Method == http.MethodGet || r.Method == http.MethodHead) && rt.get != nil:
+		rt.get(w, r) // net/http drops the body of a HEAD answer
 	case r.Method == http.MethodPost && rt.post != nil:
+		if !sameOrigin(r, s.baseURL) {
+			s.audit(r.Context(), slog.LevelWarn, "cross_origin_refused",
+				slog.String("path", r.URL.Path), slog.String("origin", r.Header.Get("Origin")),
+				slog.String("sec_fetch_site", r.Header.Get("Sec-Fetch-Site")), remote(r))
+			s.message(w, http.StatusForbidden, "Request refused", "This form did not come from this site. Nothing was stored.", "error", true, nil)
+			return
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 		if err := r.ParseForm(); err != nil {
 			var tooBig *http.MaxBytesError
@@ -80,7 +87,7 @@ func (s *Service) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		var allow []string
 		if rt.get != nil {
-			allow = append(allow, http.MethodGet)
+			allow = append(allow, http.MethodGet, http.MethodHead)
 		}
 		if rt.post != nil {
 			allow = append(allow, http.MethodPost)
@@ -408,7 +415,7 @@ func checkSecret(key string) string {
 		return "Enter your API key."
 	case len(key) > MaxSecretLen:
 		return "That API key is too long (the limit is 4096 bytes). Nothing was stored."
-	case !utf8.ValidString(key) || strings.IndexFunc(key, unicode.IsControl) >= 0:
+	case !utf8.ValidString(key) || strings.IndexFunc(key, notPrintable) >= 0:
 		return "That API key contains characters that are not allowed. Nothing was stored."
 	}
 	return ""
@@ -483,4 +490,25 @@ func (s *Service) completeConflict(ctx context.Context, w http.ResponseWriter, r
 	default:
 		s.internalError(w, r, "get flow", err)
 	}
+}
+
+// notPrintable reports runes a key must not hold: controls, format
+// characters such as bidi overrides, line and paragraph separators, and
+// private-use or unassigned code points. Spaces are allowed.
+func notPrintable(r rune) bool { return !unicode.IsGraphic(r) }
+
+// sameOrigin refuses cross-site form posts (login CSRF included, whose
+// double-submit cookie another site on the same host could plant). Browsers
+// send Sec-Fetch-Site; older ones send Origin (or "null" under our
+// no-referrer policy). A request with neither is not from a browser form.
+func sameOrigin(r *http.Request, base string) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "":
+	case "same-origin", "none":
+		return true
+	default:
+		return false
+	}
+	o := r.Header.Get("Origin")
+	return o == "" || o == "null" || o == base
 }

@@ -79,6 +79,10 @@ type Store interface {
 	// GetFlow returns the flow whatever its status or expiry.
 	// ErrNotFound if there is none.
 	GetFlow(ctx context.Context, id string) (*Flow, error)
+	// PendingFlow returns the principal's newest flow for purpose that is
+	// still pending and not expired at now, so a repeated request can reuse
+	// it instead of piling up rows. ErrNotFound if there is none.
+	PendingFlow(ctx context.Context, principal, purpose string, now time.Time) (*Flow, error)
 	// CompleteFlow, in one transaction, checks that the flow exists
 	// (else ErrNotFound), is pending, belongs to principal and has not
 	// expired at now, i.e. now < ExpiresAt (else ErrConflict); then stores

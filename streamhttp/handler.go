@@ -449,3 +449,26 @@ func (s *streamWriter) finish(resp *jsonrpc.Response) {
 	}
 	_ = s.event(b)
 }
+
+// AllowHosts guards next, a handler beside the MCP endpoint (such as the
+// URL-mode pages), with the same Host and Origin checks against DNS
+// rebinding: a request naming another host gets 403. Unlike the MCP
+// endpoint it lets "Origin: null" through, for browser form posts. hosts are as in
+// Options.AllowedHosts (nil means loopback names only).
+func AllowHosts(hosts []string, next http.Handler) http.Handler {
+	h := NewHandler(nil, &Options{AllowedHosts: hosts})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origins := r.Header.Values("Origin")
+		if len(origins) == 1 && origins[0] == "null" {
+			// Browsers send "null" on a same-origin form post from a
+			// no-referrer page; the pages check Sec-Fetch-Site themselves.
+			r = r.Clone(r.Context())
+			r.Header.Del("Origin")
+		}
+		if len(origins) > 1 || !h.hostAllowed(r) {
+			http.Error(w, "Forbidden: Host or Origin not allowed", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

@@ -51,7 +51,7 @@ func newBrowser(t *testing.T, exe string) context.Context {
 	)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(alloc)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 20*time.Second)
 	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
 	return ctx
 }
@@ -98,6 +98,11 @@ func TestBrowserBillingFlow(t *testing.T) {
 	id := func(s string) chromedp.ID { return chromedp.ID(s) }
 
 	// Bob gets alice's link (phishing) and signs in as himself.
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server log:\n%s", e.logs.String())
+		}
+	})
 	bob := newBrowser(t, exe)
 	do(t, bob, "bob",
 		chromedp.Navigate(link),

@@ -336,7 +336,8 @@ func TestSeedCurlFlow(t *testing.T) {
 
 	// 4. Decline with the same state: isError result, no crash.
 	r4 := e.connect(4, "alice", answer("decline", state))
-	if r4.resultType() != "complete" || !r4.isError() || r4.text() != billing.TextDeclined {
+	// The key entered on the page is kept, and the text says so.
+	if r4.resultType() != "complete" || !r4.isError() || r4.text() != billing.TextDeclinedKept {
 		t.Fatalf("test 4: %s", r4.Raw)
 	}
 
@@ -344,6 +345,7 @@ func TestSeedCurlFlow(t *testing.T) {
 	if r := e.mcp("alice", "tools/call", "billing_status", callBody(5, "billing_status", "", metaURL)); r.text() != billing.TextStatusConnected {
 		t.Fatalf("status: %s", r.Raw)
 	}
+	e.mcp("alice", "tools/call", "billing_status", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"billing_status","arguments":{"evil":1},`+metaURL+`}}`).wantError(t, 400, -32602)
 	if r := e.connect(6, "alice", ""); r.resultType() != "complete" || r.text() != billing.TextAlreadyConnected {
 		t.Fatalf("already connected: %s", r.Raw)
 	}
@@ -486,6 +488,12 @@ func TestNegativeCases(t *testing.T) {
 		}
 		if r := e.mcp("alice", "tools/call", "connect_billing", callBody(60, "connect_billing", "", metaURL), "Origin: http://evil.example"); r.Status != http.StatusForbidden {
 			t.Fatalf("foreign origin: HTTP %d", r.Status)
+		}
+		// The pages are guarded against DNS rebinding too.
+		req, _ := http.NewRequest("GET", e.url+"/ui/login", nil)
+		req.Host = "evil.example"
+		if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("page with a foreign Host: %v %v", resp.StatusCode, err)
 		}
 	})
 }

@@ -239,7 +239,7 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 		AllowedHosts: hosts,
 		Logger:       logger,
 	}))
-	mux.Handle("/ui/", flows.Handler())
+	mux.Handle("/ui/", streamhttp.AllowHosts(hosts, flows.Handler()))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok\n")

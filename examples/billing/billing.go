@@ -38,6 +38,8 @@ const (
 	TextAlreadyConnected   = "Your billing account is already connected."
 	TextDeclined           = "Billing was not connected: you declined to provide an API key. Nothing was stored."
 	TextCancelled          = "The billing connection step was dismissed before it finished. Nothing was stored; call connect_billing again to restart it."
+	TextDeclinedKept       = "You declined in your client, but the API key you had already entered on the server's page is kept: billing is connected."
+	TextCancelledKept      = "The step was dismissed in your client, but the API key you had already entered on the server's page is kept: billing is connected."
 	TextStatusConnected    = "Billing is connected."
 	TextStatusNotConnected = "Billing is not connected. Call connect_billing to connect it."
 	messageAsk             = "Connect your payment provider: open this page on the server, sign in, and enter your API key there. The key never passes through this client."
@@ -69,6 +71,9 @@ func (a *App) Register(s *mcpserver.Server) {
 }
 
 func (a *App) billingStatus(ctx context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
+	if err := noArguments(req); err != nil {
+		return nil, err
+	}
 	if req.Principal == "" {
 		return mcpserver.ToolError("Sign-in is required."), nil
 	}
@@ -83,12 +88,8 @@ func (a *App) billingStatus(ctx context.Context, req *mcpserver.Request) (mcpser
 }
 
 func (a *App) connectBilling(ctx context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
-	var args map[string]json.RawMessage
-	if err := req.BindArguments(&args); err != nil {
+	if err := noArguments(req); err != nil {
 		return nil, err
-	}
-	if len(args) > 0 {
-		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: connect_billing takes no arguments")
 	}
 	if req.Principal == "" {
 		return mcpserver.ToolError("Sign-in is required to connect billing."), nil
@@ -121,8 +122,14 @@ func (a *App) connectBilling(ctx context.Context, req *mcpserver.Request) (mcpse
 	}
 	switch ans := req.Elicitation(InputKey); ans.Outcome {
 	case elicit.Declined:
+		if flow.Status == store.FlowComplete {
+			return mcpserver.ToolError(TextDeclinedKept), nil // say what is true
+		}
 		return mcpserver.ToolError(TextDeclined), nil
 	case elicit.Cancelled:
+		if flow.Status == store.FlowComplete {
+			return mcpserver.ToolError(TextCancelledKept), nil
+		}
 		return mcpserver.ToolError(TextCancelled), nil
 	case elicit.Accepted:
 		// URL-mode accept is consent, not completion (ELI-RA-01).
@@ -154,4 +161,17 @@ func (a *App) startFlow(ctx context.Context, req *mcpserver.Request) (mcpserver.
 
 func (a *App) ask(_ *mcpserver.Request, flow *store.Flow, message string) (mcpserver.Reply, error) {
 	return mcpserver.Ask().ElicitURL(InputKey, message, a.flows.FlowURL(flow)).WithState([]byte(flow.ID)), nil
+}
+
+// noArguments refuses arguments: both tools declare an empty object with
+// additionalProperties false.
+func noArguments(req *mcpserver.Request) error {
+	var args map[string]json.RawMessage
+	if err := req.BindArguments(&args); err != nil {
+		return err
+	}
+	if len(args) > 0 {
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: %s takes no arguments", req.Name)
+	}
+	return nil
 }

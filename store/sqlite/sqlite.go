@@ -83,6 +83,8 @@ var migrations = []string{
 		PRIMARY KEY (kind, id)
 	);
 	CREATE INDEX records_owner ON records (kind, principal, created_at, id);`,
+	// 3: find a user's pending flow for a purpose (PendingFlow).
+	`CREATE INDEX flows_principal_purpose ON flows (principal, purpose, status, created_at);`,
 }
 
 // Open opens (creating if needed) the database file at path and brings its
@@ -253,6 +255,20 @@ func (s *Store) GetFlow(ctx context.Context, id string) (*store.Flow, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: get flow: %w", err)
+	}
+	return f, nil
+}
+
+// PendingFlow implements store.Store.
+func (s *Store) PendingFlow(ctx context.Context, principal, purpose string, now time.Time) (*store.Flow, error) {
+	f, err := scanFlow(s.db.QueryRowContext(ctx, `SELECT `+flowColumns+` FROM flows
+		 WHERE principal = ? AND purpose = ? AND status = 'pending' AND expires_at > ?
+		 ORDER BY created_at DESC, id DESC LIMIT 1`, principal, purpose, now.UnixNano()))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: pending flow: %w", err)
 	}
 	return f, nil
 }

@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"SessionDuplicateID", testSessionDuplicateID},
 		{"DeleteExpired", testDeleteExpired},
 		{"ConcurrentComplete", testConcurrentComplete},
+		{"PendingFlow", testPendingFlow},
 	}
 	tests = append(tests, ledgerTests...)
 	for _, tc := range tests {
@@ -488,5 +489,40 @@ func testConcurrentComplete(t *testing.T, s store.Store) {
 	wantSecret(t, s, "alice", "billing_key", fmt.Appendf(nil, "key-%d", winner))
 	if got := mustGetFlow(t, s, f.ID); got.Status != store.FlowComplete {
 		t.Fatalf("status = %q, want complete", got.Status)
+	}
+}
+
+func testPendingFlow(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	now := time.Unix(1_800_000_000, 0)
+	mk := func(id, principal, purpose string, created time.Time) {
+		t.Helper()
+		f := &store.Flow{ID: id, Principal: principal, Purpose: purpose, Status: store.FlowPending,
+			CreatedAt: created, ExpiresAt: created.Add(15 * time.Minute)}
+		if err := s.CreateFlow(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.PendingFlow(ctx, "alice", "billing_key", now); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("empty store: %v", err)
+	}
+	mk("00000000000000000000000000000001", "alice", "billing_key", now.Add(-20*time.Minute)) // expired
+	mk("00000000000000000000000000000002", "alice", "billing_key", now.Add(-2*time.Minute))
+	mk("00000000000000000000000000000003", "alice", "billing_key", now.Add(-1*time.Minute)) // newest
+	mk("00000000000000000000000000000004", "bob", "billing_key", now)
+	mk("00000000000000000000000000000005", "alice", "reporting_account", now)
+	f, err := s.PendingFlow(ctx, "alice", "billing_key", now)
+	if err != nil || f.ID != "00000000000000000000000000000003" {
+		t.Fatalf("PendingFlow = %+v, %v; want the newest live one", f, err)
+	}
+	if err := s.CompleteFlow(ctx, f.ID, "alice", []byte("x"), now); err != nil {
+		t.Fatal(err)
+	}
+	f, err = s.PendingFlow(ctx, "alice", "billing_key", now)
+	if err != nil || f.ID != "00000000000000000000000000000002" {
+		t.Fatalf("after completing the newest: %+v, %v", f, err)
+	}
+	if _, err := s.PendingFlow(ctx, "carol", "billing_key", now); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("carol: %v", err)
 	}
 }
