@@ -33,6 +33,7 @@ import (
 	"github.com/mcp-elicit/elicit/connect"
 	"github.com/mcp-elicit/elicit/examples/billing"
 	"github.com/mcp-elicit/elicit/examples/reports"
+	"github.com/mcp-elicit/elicit/internal/serve"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
 	"github.com/mcp-elicit/elicit/reqstate"
@@ -132,19 +133,9 @@ func run(args []string, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
 	go app.sweepLoop(ctx, 5*time.Minute, logger)
 	logger.Info("elicitd listening", "mcp", cfg.publicURL+"/mcp", "pages", cfg.publicURL+"/ui/", "data", cfg.dataDir, "version", version)
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	logger.Info("elicitd shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return srv.Shutdown(shutdownCtx)
+	return serve.Run(ctx, srv, ln, logger)
 }
 
 // app is elicitd's whole HTTP surface: /mcp, /ui/, /healthz.

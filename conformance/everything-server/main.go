@@ -9,9 +9,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
+	"github.com/mcp-elicit/elicit/internal/serve"
 	"log/slog"
 	"net"
 	"net/http"
@@ -61,21 +61,5 @@ func run(addr string, logger *slog.Logger) error {
 	fmt.Println(url)
 	logger.Info("listening", "url", url)
 
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	logger.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return err
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return serve.Run(ctx, srv, ln, logger)
 }
