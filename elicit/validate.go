@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -188,7 +189,7 @@ func (p *Property) check(name string, v any) *Problem {
 func checkFormat(format, s string) string {
 	switch format {
 	case "email":
-		if !emailRe.MatchString(s) {
+		if !emailRe.MatchString(s) || strings.IndexFunc(s, notGraphic) >= 0 {
 			return "must be an email address"
 		}
 	case "uri":
@@ -274,3 +275,7 @@ const (
 	problemNotObject = "the answer's content is not an object"
 	problemBadAction = "the answer has no known action (accept, decline or cancel)"
 )
+
+// notGraphic reports runes no address holds: controls, format characters
+// (bidi overrides, zero-width), separators and spaces of every kind.
+func notGraphic(r rune) bool { return !unicode.IsGraphic(r) || unicode.IsSpace(r) }

@@ -277,3 +277,18 @@ func FuzzParseSchema(f *testing.F) {
 		}
 	})
 }
+
+func TestEmailRefusesInvisibleCharacters(t *testing.T) {
+	s, err := FormSchema(String("to").Format(FormatEmail).Required())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"\u202emoc.elpmaxe\u202c@evil.example", "a\u200b@example.com", "a\x07b@example.com", "a\u00a0b@example.com"} {
+		if _, err := s.ValidateContent(map[string]any{"to": bad}); err == nil {
+			t.Errorf("%q accepted as an email address", bad)
+		}
+	}
+	if _, err := s.ValidateContent(map[string]any{"to": "bob@example.com"}); err != nil {
+		t.Errorf("plain address refused: %v", err)
+	}
+}

@@ -21,17 +21,18 @@
 package reports
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	jsonv2 "github.com/go-json-experiment/json"
 	"log/slog"
 	"regexp"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/mcp-elicit/elicit/connect"
 	"github.com/mcp-elicit/elicit/elicit"
@@ -195,9 +196,9 @@ func bindStrict(req *mcpserver.Request, v any) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = json.RawMessage("{}")
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	// json v2: member names match exactly ("Recipient" is not
+	// "recipient"), duplicates and unknown members are refused.
+	if err := jsonv2.Unmarshal(raw, v, jsonv2.RejectUnknownMembers(true)); err != nil {
 		return invalidArgs("arguments do not match the tool's input schema")
 	}
 	return nil
@@ -242,7 +243,17 @@ func (a *App) bindSend(req *mcpserver.Request) (*sendArgs, error) {
 // are escaped as \u003c, \u003e, \u0026).
 func Quote(s string) string {
 	b, _ := json.Marshal(s) // HTML-safe by default
-	return string(b)
+	// Format and separator characters (bidi overrides, zero-width marks)
+	// could reorder or hide what the user reads: show them as escapes.
+	var out strings.Builder
+	for _, r := range string(b) {
+		if !unicode.IsGraphic(r) || r == 0x7f {
+			fmt.Fprintf(&out, "\\u%04x", r)
+			continue
+		}
+		out.WriteRune(r)
+	}
+	return out.String()
 }
 
 type draftData struct {

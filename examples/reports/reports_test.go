@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcp-elicit/elicit/elicit"
+	"github.com/mcp-elicit/elicit/mcpserver"
 )
 
 // A label is shown as a JSON string literal: it cannot end the quote, add
@@ -52,5 +53,37 @@ func TestPeriods(t *testing.T) {
 		if periodRe.MatchString(p) != ok {
 			t.Errorf("period %q: match = %v", p, !ok)
 		}
+	}
+}
+
+func TestQuoteShowsFormatCharacters(t *testing.T) {
+	for in, want := range map[string]string{
+		"Q3 <b>":          `"Q3 \u003cb\u003e"`,
+		"x\u202ey":        `"x\u202ey"`,
+		"zero\u200bwidth": `"zero\u200bwidth"`,
+		"line\nbreak":     `"line\nbreak"`,
+	} {
+		if got := Quote(in); got != want {
+			t.Errorf("Quote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// Argument names match exactly: a "Recipient" beside "recipient" must not
+// pick the address a gateway or policy did not see.
+func TestBindStrictIsCaseSensitive(t *testing.T) {
+	for _, raw := range []string{
+		`{"draft_id":"d_1","recipient":"bob@example.com","Recipient":"eve@evil.example"}`,
+		`{"DRAFT_ID":"d_1","recipient":"bob@example.com"}`,
+		`{"draft_id":"d_1","recipient":"bob@example.com","recipient":"eve@evil.example"}`,
+	} {
+		var a sendArgs
+		if err := bindStrict(&mcpserver.Request{Arguments: json.RawMessage(raw)}, &a); err == nil {
+			t.Errorf("%s bound as %+v", raw, a)
+		}
+	}
+	var a sendArgs
+	if err := bindStrict(&mcpserver.Request{Arguments: json.RawMessage(`{"draft_id":"d_1","recipient":"bob@example.com"}`)}, &a); err != nil || a.Recipient != "bob@example.com" {
+		t.Fatalf("plain arguments: %+v %v", a, err)
 	}
 }
