@@ -184,18 +184,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) check(r *http.Request, req *jsonrpc.Request) (*mcpserver.Incoming, *jsonrpc.Error) {
 	version, ok := headerValue(r.Header, HeaderProtocolVersion)
 	if !ok {
-		return nil, mismatch("missing or repeated MCP-Protocol-Version header")
+		return nil, mismatch("MCP-Protocol-Version header missing, repeated or not plain ASCII")
 	}
 	method, ok := headerValue(r.Header, HeaderMethod)
 	if !ok {
-		return nil, mismatch("missing or repeated Mcp-Method header")
+		return nil, mismatch("Mcp-Method header missing, repeated or not plain ASCII")
 	}
 	var name string
 	needsName := req.Method == mcp.MethodToolsCall || req.Method == mcp.MethodPromptsGet || req.Method == mcp.MethodResourcesRead
 	if needsName {
 		raw, ok := headerValue(r.Header, HeaderName)
 		if !ok {
-			return nil, mismatch("missing or repeated Mcp-Name header")
+			return nil, mismatch("Mcp-Name header missing, repeated or not plain ASCII (encode other values as =?base64?…?=)")
 		}
 		if name, ok = DecodeHeaderValue(raw); !ok {
 			return nil, mismatch("Mcp-Name has invalid base64")
