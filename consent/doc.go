@@ -1,0 +1,19 @@
+// Package consent is the user's side of elicitation on a terminal: it
+// shows who asks and what, and lets the user accept, decline or cancel
+// (MCP 2026-07-28 client/elicitation.mdx; wire.md §6; ELI-C-*, ELI-U-C-*,
+// SEC-U-C-*).
+//
+//   - InspectURL examines a URL-mode elicitation URL without fetching it:
+//     the complete URL, the host in Unicode and punycode forms, the
+//     registrable domain (public suffix + 1), and warnings for IDN and
+//     mixed-script hosts, plain http, user info, IP-address hosts and
+//     invisible characters. Non-http(s) URLs (javascript:, data:, file:)
+//     are refused outright.
+//   - RenderURL writes the consent screen: which server asks (endpoint
+//     host verified, name self-reported), the message, the full URL with
+//     its registrable domain highlighted, and the warnings.
+//   - Terminal implements mcpclient.Handlers: URL consent, forms for every
+//     primitive of the spec with defaults, a review step and distinct
+//     decline and cancel, and the deprecated sampling and roots requests,
+//     either as terminal forms or in a plain line mode for pipes and tests.
+package consent

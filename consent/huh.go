@@ -1,0 +1,227 @@
+package consent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/huh"
+
+	"github.com/mcp-elicit/elicit/elicit"
+	"github.com/mcp-elicit/elicit/mcp"
+)
+
+// noAnswer is the option value of "(no answer)" in optional selects; a
+// NUL cannot be a choice a server sent in JSON text shown here.
+const noAnswer = "\x00"
+
+// runHuh runs one terminal form on the session's input and output. Esc
+// or Ctrl-C returns huh.ErrUserAborted; an ended ctx returns ctx.Err().
+func (s *session) runHuh(ctx context.Context, groups ...*huh.Group) error {
+	err := huh.NewForm(groups...).WithInput(s.in).WithOutput(s.out).WithShowHelp(true).RunWithContext(ctx)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// huhChoice asks one question with fixed options; Esc or Ctrl-C is cancel.
+func (s *session) huhChoice(ctx context.Context, title string, opts []huh.Option[string]) (string, error) {
+	var v string
+	err := s.runHuh(ctx, huh.NewGroup(huh.NewSelect[string]().Title(title).Options(opts...).Value(&v)))
+	if errors.Is(err, huh.ErrUserAborted) {
+		return mcp.ActionCancel, nil
+	}
+	return v, err
+}
+
+// formHuh fills the form with terminal forms: a first choice (fill in,
+// decline, cancel), the fields, then the review (submit, edit, decline,
+// cancel) until the answers pass the schema.
+func (s *session) formHuh(ctx context.Context, f *form) (*mcp.ElicitResult, error) {
+	first, err := s.huhChoice(ctx, "Fill in this form?", []huh.Option[string]{
+		huh.NewOption("Fill in the form", wordEdit),
+		huh.NewOption("Decline — I refuse", mcp.ActionDecline),
+		huh.NewOption("Cancel — not now", mcp.ActionCancel),
+	})
+	if err != nil || first != wordEdit {
+		return result(first), err
+	}
+	for {
+		fields, commits := s.huhFields(f)
+		err := s.runHuh(ctx, huh.NewGroup(fields...))
+		if errors.Is(err, huh.ErrUserAborted) {
+			return result(mcp.ActionCancel), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range commits {
+			c()
+		}
+		var review strings.Builder
+		for i, name := range f.schema.Order {
+			fmt.Fprintf(&review, "%d. %s: %s\n", i+1, clean(f.label(name)), f.show(name))
+		}
+		fmt.Fprintf(s.out, "\nReview your answers:\n%s", review.String())
+		next, err := s.huhChoice(ctx, "Send these answers?", []huh.Option[string]{
+			huh.NewOption("Submit — send these answers", wordSubmit),
+			huh.NewOption("Edit the answers", wordEdit),
+			huh.NewOption("Decline — I refuse", mcp.ActionDecline),
+			huh.NewOption("Cancel — not now", mcp.ActionCancel),
+		})
+		if err != nil {
+			return nil, err
+		}
+		switch next {
+		case wordSubmit:
+			content, err := f.schema.ValidateContent(f.answers)
+			if err == nil {
+				return &mcp.ElicitResult{Action: mcp.ActionAccept, Content: content}, nil
+			}
+			fmt.Fprintf(s.out, "Not sent: %s\n", clean(err.Error()))
+		case wordEdit:
+		default:
+			return result(next), nil
+		}
+	}
+}
+
+// huhFields builds one terminal field per property, pre-filled with the
+// current answer (the default at first, ELI-C-05) and checked against the
+// schema as the user types (ELI-C-06). Each commit copies a field's value
+// into f.answers after the form ran.
+func (s *session) huhFields(f *form) ([]huh.Field, []func()) {
+	var fields []huh.Field
+	var commits []func()
+	for _, name := range f.schema.Order {
+		p := f.schema.Properties[name]
+		title := clean(f.label(name))
+		if f.required(name) {
+			title += " *"
+		}
+		desc := hint(p)
+		if p.Description != "" {
+			desc = cleanText(p.Description, true) + "\n" + desc
+		}
+		check := func(v any) error {
+			if msg := f.problemFor(name, v); msg != "" {
+				return errors.New(msg)
+			}
+			return nil
+		}
+		cur, has := f.answers[name]
+		switch {
+		case p.Type == "string" && p.Enum == nil, p.Type == "number", p.Type == "integer":
+			text := ""
+			if has {
+				text = f.show(name)
+				if str, ok := cur.(string); ok {
+					text = str
+				}
+			}
+			read := func(t string) (any, error) {
+				if t == "" {
+					return nil, nil
+				}
+				v, msg := parseAnswer(p, t)
+				if msg != "" {
+					return nil, errors.New(msg)
+				}
+				return v, nil
+			}
+			fields = append(fields, huh.NewInput().Title(title).Description(desc).Value(&text).
+				Validate(func(t string) error {
+					v, err := read(t)
+					if err != nil {
+						return err
+					}
+					return check(v)
+				}))
+			commits = append(commits, func() { setAnswer(f, name, must(read(text))) })
+		case p.Type == "boolean" && (has || f.required(name)):
+			b, _ := cur.(bool)
+			fields = append(fields, huh.NewConfirm().Title(title).Description(desc).Affirmative("Yes").Negative("No").Value(&b))
+			commits = append(commits, func() { f.answers[name] = b })
+		case p.Type == "boolean":
+			v := noAnswer
+			fields = append(fields, huh.NewSelect[string]().Title(title).Description(desc).Options(
+				huh.NewOption("Yes", "yes"), huh.NewOption("No", "no"), huh.NewOption("(no answer)", noAnswer)).Value(&v))
+			commits = append(commits, func() {
+				if v == noAnswer {
+					setAnswer(f, name, nil)
+				} else {
+					f.answers[name] = v == "yes"
+				}
+			})
+		case p.Type == "string":
+			v, _ := cur.(string)
+			if !has {
+				v = noAnswer
+			}
+			opts := choiceOptions(p, nil)
+			if !f.required(name) {
+				opts = append(opts, huh.NewOption("(no answer)", noAnswer))
+			}
+			fields = append(fields, huh.NewSelect[string]().Title(title).Description(desc).Options(opts...).Value(&v).
+				Validate(func(v string) error {
+					if v == noAnswer {
+						return check(nil)
+					}
+					return check(v)
+				}))
+			commits = append(commits, func() {
+				if v == noAnswer {
+					setAnswer(f, name, nil)
+				} else {
+					f.answers[name] = v
+				}
+			})
+		case p.Type == "array":
+			vs, _ := cur.([]string)
+			vs = append([]string(nil), vs...)
+			ms := huh.NewMultiSelect[string]().Title(title).Description(desc).Value(&vs).Options(choiceOptions(p, vs)...).
+				Validate(func(v []string) error { return check(v) })
+			if p.MaxItems != nil && *p.MaxItems > 0 {
+				ms = ms.Limit(*p.MaxItems)
+			}
+			fields = append(fields, ms)
+			commits = append(commits, func() {
+				if len(vs) == 0 {
+					setAnswer(f, name, nil) // nothing chosen: no answer rather than []
+				} else {
+					f.answers[name] = append([]string{}, vs...)
+				}
+			})
+		}
+	}
+	return fields, commits
+}
+
+func must(v any, _ error) any { return v }
+
+// setAnswer records v, or no answer for nil.
+func setAnswer(f *form, name string, v any) {
+	if v == nil {
+		delete(f.answers, name)
+		return
+	}
+	f.answers[name] = v
+}
+
+// choiceOptions lists an enum's choices, titled where the schema titles
+// them, with the values in selected marked.
+func choiceOptions(p *elicit.Property, selected []string) []huh.Option[string] {
+	opts := make([]huh.Option[string], len(p.Enum))
+	for i, v := range p.Enum {
+		o := huh.NewOption(choiceLabel(p, i, v), v)
+		for _, sv := range selected {
+			if sv == v {
+				o = o.Selected(true)
+			}
+		}
+		opts[i] = o
+	}
+	return opts
+}

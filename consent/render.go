@@ -1,0 +1,160 @@
+package consent
+
+import (
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/mcp-elicit/elicit/mcpclient"
+)
+
+// clean makes server-supplied text safe to print on a terminal: control
+// characters (ESC above all, which could rewrite the screen), bidi
+// controls and other invisible format characters are shown as \u escapes.
+// Newlines and tabs are kept only when multiline is true.
+func clean(s string) string { return cleanText(s, false) }
+
+func cleanText(s string, multiline bool) string {
+	var b strings.Builder
+	for _, c := range s {
+		switch {
+		case multiline && (c == '\n' || c == '\t'):
+			b.WriteRune(c)
+		case c == unicode.ReplacementChar || unicode.IsControl(c) || unicode.Is(unicode.Cf, c) ||
+			(c > 0x7f && unicode.IsSpace(c) && c != 0xa0):
+			b.WriteString(strings.Trim(strconv.QuoteRuneToASCII(c), "'"))
+		default:
+			b.WriteRune(c)
+		}
+	}
+	return b.String()
+}
+
+// indent cleans multi-line text and indents every line after the first.
+func indent(s, pad string) string {
+	s = strings.TrimRight(cleanText(s, true), "\n")
+	return strings.ReplaceAll(s, "\n", "\n"+pad)
+}
+
+// marker returns the highlighter for the registrable domain: ANSI bold on
+// a terminal, square brackets otherwise (SEC-U-C-05).
+func marker(ansi bool) func(string) string {
+	if ansi {
+		return func(s string) string { return "\x1b[1m" + s + "\x1b[0m" }
+	}
+	return func(s string) string { return "[" + s + "]" }
+}
+
+// AskerLines describes who is asking (ELI-C-01) as two lines: the host of
+// the endpoint the client connected to (the only verified part) and the
+// name the server gives itself (self-reported, not verified).
+func AskerLines(who mcpclient.Asker) (endpoint, name string) {
+	endpoint = "(unknown endpoint)"
+	if u, err := url.Parse(who.Endpoint); err == nil && u.Host != "" {
+		endpoint = clean(u.Host)
+		if rep, err := InspectURL(who.Endpoint); err == nil {
+			endpoint = rep.Host
+			if rep.IP && strings.Contains(rep.Host, ":") {
+				endpoint = "[" + rep.Host + "]"
+			}
+			if rep.Port != "" {
+				endpoint += ":" + rep.Port
+			}
+			if rep.Host != rep.ASCIIHost {
+				endpoint += " (" + rep.ASCIIHost + ")"
+			}
+		}
+		endpoint += " — the endpoint you connected to"
+	}
+	name = "(the server gave no name)"
+	if s := who.Server; s != nil && (s.Name != "" || s.Title != "") {
+		id := strings.TrimSpace(s.Name + " " + s.Version)
+		if s.Title != "" {
+			name = strconv.Quote(s.Title) + " (" + id + ")"
+		} else {
+			name = strconv.Quote(id)
+		}
+		name = clean(name) + " — self-reported, not verified"
+	}
+	return endpoint, name
+}
+
+// writeAsker writes the "who is asking" block that opens every prompt.
+func writeAsker(w io.Writer, who mcpclient.Asker, what string) {
+	endpoint, name := AskerLines(who)
+	fmt.Fprintf(w, "\n%s\n  Server:   %s\n  Name:     %s\n", what, endpoint, name)
+}
+
+// RenderURL writes the consent screen of a URL-mode elicitation (before
+// any choice is offered): which server asks (ELI-C-01), its message, the
+// complete URL with its registrable domain highlighted — ANSI bold when
+// ansi is true, [brackets] otherwise — (SEC-U-C-03, SEC-U-C-05,
+// ELI-U-C-01), the domain on its own line in both forms, and every
+// warning (SEC-U-C-06), plus a warning when the page is not on the site of
+// the endpoint that asks. Server text is cleaned of control and bidi
+// characters. It returns the first write error.
+func RenderURL(w io.Writer, who mcpclient.Asker, message string, rep *URLReport, ansi bool) error {
+	ew := &errWriter{w: w}
+	writeAsker(ew, who, "The server asks you to open a web page (URL-mode elicitation).")
+	fmt.Fprintf(ew, "  Message:  %s\n", indent(message, "            "))
+	fmt.Fprintf(ew, "  URL:      %s\n", rep.Highlight(marker(ansi)))
+	fmt.Fprintf(ew, "  Domain:   %s\n", domainLine(rep))
+	warnings := rep.Warnings
+	if w, ok := otherSite(who, rep); ok {
+		warnings = append([]Warning{w}, warnings...)
+	}
+	if len(warnings) > 0 {
+		fmt.Fprintf(ew, "  Warnings:\n")
+		for _, w := range warnings {
+			fmt.Fprintf(ew, "    ! %s\n", w.Message)
+		}
+	}
+	fmt.Fprintf(ew, "  Nothing has been opened or fetched.\n")
+	return ew.err
+}
+
+func domainLine(rep *URLReport) string {
+	switch {
+	case rep.RegistrableDomain != "" && rep.UnicodeRegistrableDomain != rep.RegistrableDomain:
+		return rep.UnicodeRegistrableDomain + " = " + rep.RegistrableDomain + " (punycode)"
+	case rep.RegistrableDomain != "":
+		return rep.RegistrableDomain
+	case rep.IP && rep.Loopback:
+		return rep.Host + " (an IP address: this computer)"
+	case rep.IP:
+		return rep.Host + " (an IP address, no domain name)"
+	case rep.Loopback:
+		return rep.Host + " (this computer)"
+	}
+	return rep.Host + " (no registrable domain)"
+}
+
+// otherSite warns when the page is on another site than the endpoint
+// (loopback counts as one site: both are this computer).
+func otherSite(who mcpclient.Asker, rep *URLReport) (Warning, bool) {
+	ep, err := InspectURL(who.Endpoint)
+	if err != nil || (ep.Loopback && rep.Loopback) || ep.Site() == rep.Site() {
+		return Warning{}, false
+	}
+	return Warning{Kind: WarnOtherSite, Message: fmt.Sprintf(
+		"The page is on %s, not on %s, the server you connected to.", rep.Site(), ep.Site())}, true
+}
+
+// errWriter keeps the first write error so a screen can be written with
+// plain Fprintf calls.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
