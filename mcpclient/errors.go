@@ -1,0 +1,178 @@
+package mcpclient
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/mcp-elicit/elicit/mcp"
+)
+
+// Sentinel errors, matched with errors.Is.
+var (
+	// ErrRoundLimit: the server still answered input_required after
+	// Options.MaxRounds retries of one call. The call is abandoned (a
+	// server must not count on retries, MRTR-S-09).
+	ErrRoundLimit = errors.New("mcpclient: too many input rounds")
+	// ErrStateOnlyLimit: the server answered more than MaxStateOnlyRounds
+	// state-only interim results in a row ("come back later", MRTR-C-02).
+	ErrStateOnlyLimit = errors.New("mcpclient: server kept asking to come back later")
+	// ErrStreamEnded: an SSE response ended before the response to the
+	// request. The request is lost (there is no resumption in 2026-07-28);
+	// calling again sends it as a new request with a new id (HTTP-C-07).
+	ErrStreamEnded = errors.New("mcpclient: response stream ended before the response")
+	// ErrToolDropped: CallTool named a tool whose x-mcp-header annotations
+	// break the rules, so it was dropped from the tool list (HTTP-C-12).
+	ErrToolDropped = errors.New("mcpclient: tool has invalid x-mcp-header annotations")
+)
+
+// RPCError is a JSON-RPC error response from the server (wire.md §10).
+// Message and Data are the server's, untrusted text: show them, but decide
+// nothing on them beyond Code.
+type RPCError struct {
+	// Method is the request's method.
+	Method string
+	// HTTPStatus is the status the error came with (400 for -32020 to
+	// -32022, 404 for -32601, 200 when it came on an SSE stream).
+	HTTPStatus int
+	// Code is the JSON-RPC error code.
+	Code int
+	// Message is the server's message.
+	Message string
+	// Data is the raw "data" member, nil when absent.
+	Data json.RawMessage
+}
+
+func (e *RPCError) Error() string {
+	return fmt.Sprintf("mcpclient: %s: server error %d: %s", e.Method, e.Code, clip(e.Message, 300))
+}
+
+// MissingCapabilityError is a -32021 MissingRequiredClientCapability error
+// (CAP-S-03): the request needs a client capability this client did not
+// declare, i.e. a Handlers member that is nil. errors.As also finds the
+// underlying *RPCError.
+type MissingCapabilityError struct {
+	// RequiredCapabilities names what is missing, in the spec's object
+	// form, e.g. {"elicitation":{"url":{}}}.
+	RequiredCapabilities mcp.ClientCapabilities
+	// RPC is the error response as received.
+	RPC *RPCError
+}
+
+func (e *MissingCapabilityError) Error() string {
+	b, _ := json.Marshal(e.RequiredCapabilities)
+	return fmt.Sprintf("mcpclient: %s: the server needs client capabilities %s that this client does not declare", e.RPC.Method, b)
+}
+
+// Unwrap returns the *RPCError.
+func (e *MissingCapabilityError) Unwrap() error { return e.RPC }
+
+// UnsupportedVersionError is a -32022 UnsupportedProtocolVersion error for
+// which no version in Supported is one this client speaks (VER-C-02).
+// errors.As also finds the underlying *RPCError.
+type UnsupportedVersionError struct {
+	// Supported lists what the server serves; Requested is what was sent.
+	Supported []string
+	Requested string
+	RPC       *RPCError
+}
+
+func (e *UnsupportedVersionError) Error() string {
+	return fmt.Sprintf("mcpclient: the server does not serve protocol version %q (it serves %s)", e.Requested, strings.Join(e.Supported, ", "))
+}
+
+// Unwrap returns the *RPCError.
+func (e *UnsupportedVersionError) Unwrap() error { return e.RPC }
+
+// ConnectionError means no HTTP exchange happened: connection refused, DNS
+// failure, TLS failure, or the connection broke before a response. Err is
+// the transport's error (errors.Is(err, syscall.ECONNREFUSED) works).
+type ConnectionError struct {
+	Endpoint string
+	Err      error
+}
+
+func (e *ConnectionError) Error() string {
+	return fmt.Sprintf("mcpclient: cannot reach the MCP server at %s: %v", e.Endpoint, e.Err)
+}
+
+// Unwrap returns the transport's error.
+func (e *ConnectionError) Unwrap() error { return e.Err }
+
+// AuthError is an HTTP 401 or 403 answer: the server wants (other)
+// credentials. WWWAuthenticate is the challenge, if any; RPC the JSON-RPC
+// error in the body, if any.
+type AuthError struct {
+	StatusCode      int
+	WWWAuthenticate string
+	RPC             *RPCError
+}
+
+func (e *AuthError) Error() string {
+	if e.StatusCode == http.StatusForbidden {
+		return "mcpclient: the server refused the request (HTTP 403 Forbidden)"
+	}
+	return "mcpclient: the server requires authorization (HTTP 401 Unauthorized)"
+}
+
+// NotMCPError means the endpoint answered, but not as an MCP server: an
+// unexpected status or content type, or a body that is not a JSON-RPC
+// response. Snippet is the start of the body (at most 200 bytes, control
+// characters replaced), for the user.
+type NotMCPError struct {
+	Endpoint    string
+	StatusCode  int
+	ContentType string
+	Reason      string
+	Snippet     string
+}
+
+func (e *NotMCPError) Error() string {
+	s := fmt.Sprintf("mcpclient: %s did not answer as an MCP server (HTTP %d", e.Endpoint, e.StatusCode)
+	if e.ContentType != "" {
+		s += ", " + e.ContentType
+	}
+	s += "): " + e.Reason
+	if e.Snippet != "" {
+		s += ": " + strconv.Quote(e.Snippet)
+	}
+	return s
+}
+
+// ProtocolError means the server answered with something MCP 2026-07-28
+// forbids: an unknown resultType (MRTR-C-08), an interim result for a method
+// that cannot have one (MRTR-S-04), an input request the client did not
+// declare (CAP-S-01, MRTR-S-08), a malformed message. Rule is the spec
+// requirement id when there is one.
+type ProtocolError struct {
+	Method string
+	Rule   string
+	Reason string
+}
+
+func (e *ProtocolError) Error() string {
+	s := "mcpclient: " + e.Method + ": the server broke the protocol: " + e.Reason
+	if e.Rule != "" {
+		s += " (" + e.Rule + ")"
+	}
+	return s
+}
+
+// clip makes untrusted text from the server safe for an error message:
+// at most n bytes, and no control or bidi-override characters that could
+// move a terminal's cursor or reorder the text around it.
+func clip(s string, n int) string {
+	if len(s) > n {
+		s = strings.ToValidUTF8(s[:n], "") + "…"
+	}
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
+			return '\uFFFD'
+		}
+		return r
+	}, s)
+}

@@ -1,0 +1,105 @@
+package mcpclient_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+
+	"github.com/mcp-elicit/elicit/elicit"
+	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/mcpclient"
+	"github.com/mcp-elicit/elicit/mcpserver"
+	"github.com/mcp-elicit/elicit/streamhttp"
+)
+
+// greeter serves a tool that asks the user's name in form mode.
+func greeter() *httptest.Server {
+	s := mcpserver.New(mcp.Implementation{Name: "greeter", Version: "1.0.0"}, nil)
+	s.AddTool(&mcp.Tool{Name: "greet", Description: "Greets the user by name."},
+		func(ctx context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
+			switch a := req.Elicitation("who"); a.Outcome {
+			case elicit.Accepted:
+				return mcpserver.Text(fmt.Sprintf("Hello, %s!", a.Content["name"])), nil
+			case elicit.Declined, elicit.Cancelled:
+				return mcpserver.ToolError("No name, no greeting."), nil
+			}
+			return mcpserver.Ask().ElicitForm("who", "What is your name?",
+				json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)), nil
+		})
+	return httptest.NewServer(streamhttp.NewHandler(s, nil))
+}
+
+// CallTool answers the server's questions through Handlers and retries
+// until the result is complete. The client declares form-mode elicitation
+// because ElicitForm is set.
+func Example() {
+	srv := greeter()
+	defer srv.Close()
+
+	c := mcpclient.New(srv.URL, &mcpclient.Options{
+		ClientInfo: mcp.Implementation{Name: "example-host", Version: "1.0.0"},
+		Handlers: &mcpclient.Handlers{
+			ElicitForm: func(ctx context.Context, who mcpclient.Asker, key string, p *mcp.ElicitRequestParams) (*mcp.ElicitResult, error) {
+				// A real host shows who is asking and lets the user review,
+				// decline or cancel (package consent).
+				fmt.Printf("%s asks: %s\n", who.Server.Name, p.Message)
+				return &mcp.ElicitResult{Action: mcp.ActionAccept, Content: map[string]any{"name": "Ada"}}, nil
+			},
+		},
+	})
+	res, err := c.CallTool(context.Background(), "greet", nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res.Content[0].Text)
+	// Output:
+	// greeter asks: What is your name?
+	// Hello, Ada!
+}
+
+// CallToolOnce drives the rounds by hand: look at the interim result,
+// answer it (here through Handlers with Answer), and send the retry built
+// from it, which echoes its requestState.
+func ExampleClient_CallToolOnce() {
+	srv := greeter()
+	defer srv.Close()
+
+	c := mcpclient.New(srv.URL, &mcpclient.Options{Handlers: &mcpclient.Handlers{
+		ElicitForm: func(ctx context.Context, who mcpclient.Asker, key string, p *mcp.ElicitRequestParams) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: mcp.ActionDecline}, nil
+		},
+	}})
+	ctx := context.Background()
+	_, ir, err := c.CallToolOnce(ctx, "greet", nil, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("asks:", ir.Keys(), "state:", ir.HasRequestState())
+	answers, err := c.Answer(ctx, ir)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	res, _, err := c.CallToolOnce(ctx, "greet", nil, ir.Retry(answers))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res.IsError, res.Content[0].Text)
+	// Output:
+	// asks: [who] state: true
+	// true No name, no greeting.
+}
+
+func ExampleEncodeHeaderValue() {
+	fmt.Println(mcpclient.EncodeHeaderValue("us-west1"))
+	fmt.Println(mcpclient.EncodeHeaderValue("Zürich"))
+	fmt.Println(mcpclient.EncodeHeaderValue(" padded"))
+	// Output:
+	// us-west1
+	// =?base64?WsO8cmljaA==?=
+	// =?base64?IHBhZGRlZA==?=
+}

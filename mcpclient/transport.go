@@ -1,0 +1,376 @@
+package mcpclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/mcp-elicit/elicit/jsonrpc"
+	"github.com/mcp-elicit/elicit/mcp"
+)
+
+// outgoing is one request before encoding.
+type outgoing struct {
+	method string
+	// name is the Mcp-Name value (tool or prompt name, resource URI); set
+	// only for tools/call, prompts/get and resources/read.
+	name    string
+	hasName bool
+	params  reqParams
+	headers http.Header // Mcp-Param-*
+	// target names the tool, prompt or URI for progress callbacks.
+	target string
+}
+
+// reqParams are the params of every request this client sends; the
+// pointer and omitempty members appear only where their method has them
+// (wire.md §3, §4.1, §4.2).
+type reqParams struct {
+	Name           *string                    `json:"name,omitempty"`
+	URI            *string                    `json:"uri,omitempty"`
+	Arguments      json.RawMessage            `json:"arguments,omitempty"`
+	Cursor         string                     `json:"cursor,omitempty"`
+	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
+	// RequestState is the server's JSON string token, as received.
+	RequestState json.RawMessage `json:"requestState,omitempty"`
+	Meta         *reqMeta        `json:"_meta"`
+}
+
+// reqMeta is the request _meta (basic/index.mdx §Per-request protocol
+// fields; META-C-01, META-C-02).
+type reqMeta struct {
+	ProtocolVersion    string                 `json:"io.modelcontextprotocol/protocolVersion"`
+	ClientCapabilities mcp.ClientCapabilities `json:"io.modelcontextprotocol/clientCapabilities"`
+	ClientInfo         *mcp.Implementation    `json:"io.modelcontextprotocol/clientInfo,omitempty"`
+	ProgressToken      string                 `json:"progressToken,omitempty"`
+}
+
+type reqEnvelope struct {
+	JSONRPC string     `json:"jsonrpc"`
+	ID      int64      `json:"id"`
+	Method  string     `json:"method"`
+	Params  *reqParams `json:"params"`
+}
+
+// wireMsg is any JSON-RPC message a server may send to this client.
+type wireMsg struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   *wireError      `json:"error"`
+}
+
+type wireError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data"`
+}
+
+// marshal encodes v without HTML escaping, so that raw members (the
+// requestState token, arguments) go out exactly as they are.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// send sends out and returns the raw result object. On -32022 it retries
+// once with a version from data.supported that this client speaks
+// (VER-C-02) and keeps that version for later requests.
+func (c *Client) send(ctx context.Context, out *outgoing) (json.RawMessage, error) {
+	version := c.Version()
+	res, err := c.post(ctx, out, version)
+	var rpc *RPCError
+	if err == nil || !errors.As(err, &rpc) || rpc.Code != mcp.CodeUnsupportedProtocolVersion {
+		return res, err
+	}
+	var data mcp.UnsupportedVersionData
+	_ = json.Unmarshal(rpc.Data, &data)
+	next := ""
+	for _, v := range c.versions {
+		if slices.Contains(data.Supported, v) {
+			next = v
+			break
+		}
+	}
+	if next == "" {
+		return nil, &UnsupportedVersionError{Supported: data.Supported, Requested: version, RPC: rpc}
+	}
+	c.setVersion(next)
+	res, err = c.post(ctx, out, next)
+	if errors.As(err, &rpc) && rpc.Code == mcp.CodeUnsupportedProtocolVersion {
+		_ = json.Unmarshal(rpc.Data, &data)
+		return nil, &UnsupportedVersionError{Supported: data.Supported, Requested: next, RPC: rpc}
+	}
+	return res, err
+}
+
+// post sends one request with a fresh id and _meta and reads its answer.
+func (c *Client) post(ctx context.Context, out *outgoing, version string) (json.RawMessage, error) {
+	id := c.nextID.Add(1)
+	params := out.params
+	params.Meta = &reqMeta{ProtocolVersion: version, ClientCapabilities: c.caps, ClientInfo: &c.info}
+	token := ""
+	if c.onProgress != nil {
+		token = "elicit-" + strconv.FormatInt(id, 10)
+		params.Meta.ProgressToken = token
+	}
+	body, err := marshal(&reqEnvelope{JSONRPC: jsonrpc.Version, ID: id, Method: out.method, Params: &params})
+	if err != nil {
+		return nil, fmt.Errorf("mcpclient: %s: encoding the request: %w", out.method, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("mcpclient: bad endpoint %q: %w", c.endpoint, err)
+	}
+	h := req.Header
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "application/json, text/event-stream")
+	h[HeaderProtocolVersion] = []string{version}
+	h.Set(HeaderMethod, out.method)
+	if out.hasName {
+		h.Set(HeaderName, EncodeHeaderValue(out.name))
+	}
+	for k, v := range out.headers {
+		h[k] = v
+	}
+	if c.token != "" {
+		h.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &ConnectionError{Endpoint: c.endpoint, Err: unwrapURLError(err)}
+	}
+	defer resp.Body.Close()
+	rd := &reading{c: c, out: out, id: id, token: token, resp: resp}
+	return rd.read(ctx)
+}
+
+// unwrapURLError drops the *url.Error wrapper, whose text repeats the
+// method and endpoint that ConnectionError already names.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Err != nil {
+		return ue.Err
+	}
+	return err
+}
+
+// reading is the answer to one POST.
+type reading struct {
+	c     *Client
+	out   *outgoing
+	id    int64
+	token string
+	resp  *http.Response
+}
+
+func (r *reading) notMCP(reason string, body []byte) error {
+	return &NotMCPError{Endpoint: r.c.endpoint, StatusCode: r.resp.StatusCode,
+		ContentType: clip(r.resp.Header.Get("Content-Type"), 100), Reason: reason, Snippet: clip(string(body), 200)}
+}
+
+func (r *reading) protocol(rule, format string, args ...any) error {
+	return &ProtocolError{Method: r.out.method, Rule: rule, Reason: fmt.Sprintf(format, args...)}
+}
+
+func (r *reading) read(ctx context.Context) (json.RawMessage, error) {
+	resp := r.resp
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	isJSON := mt == "application/json" || strings.HasSuffix(mt, "+json")
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		ae := &AuthError{StatusCode: resp.StatusCode, WWWAuthenticate: resp.Header.Get("WWW-Authenticate")}
+		if isJSON {
+			if b, err := r.body(); err == nil {
+				if m, err := decodeMsg(b); err == nil && m.Error != nil {
+					ae.RPC = r.rpcError(m.Error)
+				}
+			}
+		}
+		return nil, ae
+	case resp.StatusCode == http.StatusOK && mt == "text/event-stream":
+		return r.stream(ctx)
+	case isJSON:
+		b, err := r.body()
+		if err != nil {
+			return nil, err
+		}
+		m, err := decodeMsg(b)
+		if err != nil {
+			return nil, r.notMCP("the body is not a JSON-RPC 2.0 message", b)
+		}
+		return r.answer(m, b)
+	case resp.StatusCode == http.StatusAccepted:
+		return nil, r.protocol("HTTP-S-05", "HTTP 202 Accepted without a response to the request")
+	case resp.StatusCode == http.StatusNotFound:
+		b, _ := r.body()
+		return nil, r.notMCP("not found: is the endpoint path right?", b)
+	case resp.StatusCode == http.StatusMethodNotAllowed:
+		return nil, r.notMCP("the endpoint does not take POST", nil)
+	}
+	b, _ := r.body()
+	if resp.StatusCode == http.StatusOK {
+		return nil, r.notMCP("unexpected content type", b)
+	}
+	return nil, r.notMCP("unexpected HTTP status", b)
+}
+
+// body reads a JSON body up to the message limit.
+func (r *reading) body() ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r.resp.Body, r.c.maxMsg+1))
+	if err != nil {
+		return nil, &ConnectionError{Endpoint: r.c.endpoint, Err: err}
+	}
+	if int64(len(b)) > r.c.maxMsg {
+		return nil, r.protocol("", "response larger than %d bytes", r.c.maxMsg)
+	}
+	return b, nil
+}
+
+func decodeMsg(b []byte) (*wireMsg, error) {
+	var m wireMsg
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	if m.JSONRPC != jsonrpc.Version {
+		return nil, errors.New(`"jsonrpc" is not "2.0"`)
+	}
+	return &m, nil
+}
+
+// answer handles the single message of a JSON body.
+func (r *reading) answer(m *wireMsg, raw []byte) (json.RawMessage, error) {
+	switch {
+	case m.Method != "" && len(m.ID) > 0:
+		return nil, r.protocol("HTTP-S-07", "the server sent a request (%q) instead of a response", clip(m.Method, 80))
+	case m.Method != "":
+		return nil, r.protocol("", "the server sent a notification instead of a response")
+	case m.Error != nil:
+		if len(m.ID) > 0 && string(m.ID) != "null" && !r.ours(m.ID) {
+			return nil, r.protocol("ERR-01", "the error response has id %s, not %d", clip(string(m.ID), 40), r.id)
+		}
+		return nil, r.rpcErrorTyped(m.Error)
+	case m.Result != nil:
+		if r.resp.StatusCode != http.StatusOK {
+			return nil, r.notMCP("a result with a non-200 status", raw)
+		}
+		if !r.ours(m.ID) {
+			return nil, r.protocol("", "the response has id %s, not %d", clip(string(m.ID), 40), r.id)
+		}
+		if !isObject(m.Result) {
+			return nil, r.protocol("", "the result is not a JSON object")
+		}
+		return m.Result, nil
+	}
+	return nil, r.notMCP("neither a result nor an error", raw)
+}
+
+// stream reads an SSE response: notifications about the request, then the
+// response (wire.md §9.5). Closing the body early, as the deferred Close
+// does once the response is in, is harmless: the request is answered.
+func (r *reading) stream(ctx context.Context) (json.RawMessage, error) {
+	sr := newSSEReader(r.resp.Body, int(r.c.maxMsg))
+	for {
+		ev, err := sr.Next()
+		if err == io.EOF {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("%w (%s)", ErrStreamEnded, r.out.method)
+		}
+		if errors.Is(err, errEventTooLarge) {
+			return nil, r.protocol("", "an SSE event is larger than %d bytes", r.c.maxMsg)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, &ConnectionError{Endpoint: r.c.endpoint, Err: err}
+		}
+		if ev.Type != "message" || len(bytes.TrimSpace(ev.Data)) == 0 {
+			continue // other event types and priming events carry no JSON-RPC
+		}
+		m, err := decodeMsg(ev.Data)
+		if err != nil {
+			return nil, r.protocol("", "an SSE event is not a JSON-RPC message: %v", err)
+		}
+		switch {
+		case m.Method != "" && len(m.ID) == 0:
+			r.notification(m)
+		case m.Method != "":
+			// HTTP-S-07 forbids server requests; there is no way to answer
+			// one in 2026-07-28, so it is skipped.
+			r.c.log.Warn("mcpclient: server sent a JSON-RPC request on a response stream; ignored",
+				"method", clip(m.Method, 80), "request", r.out.method)
+		case m.Error != nil && (len(m.ID) == 0 || string(m.ID) == "null" || r.ours(m.ID)):
+			return nil, r.rpcErrorTyped(m.Error)
+		case m.Result != nil && r.ours(m.ID):
+			if !isObject(m.Result) {
+				return nil, r.protocol("", "the result is not a JSON object")
+			}
+			return m.Result, nil
+		}
+	}
+}
+
+func (r *reading) notification(m *wireMsg) {
+	if m.Method != mcp.NotificationProgress || r.c.onProgress == nil {
+		return
+	}
+	var p mcp.ProgressParams
+	if err := json.Unmarshal(m.Params, &p); err != nil {
+		return
+	}
+	var tok string
+	if json.Unmarshal(p.ProgressToken, &tok) != nil || tok != r.token {
+		return
+	}
+	r.c.onProgress(Progress{Method: r.out.method, Target: r.out.target, Progress: p.Progress, Total: p.Total, Message: p.Message})
+}
+
+// ours reports whether a response id is this request's (an integer).
+func (r *reading) ours(id json.RawMessage) bool {
+	n, err := strconv.ParseInt(string(bytes.TrimSpace(id)), 10, 64)
+	return err == nil && n == r.id
+}
+
+func (r *reading) rpcError(e *wireError) *RPCError {
+	status := r.resp.StatusCode
+	return &RPCError{Method: r.out.method, HTTPStatus: status, Code: e.Code, Message: e.Message, Data: e.Data}
+}
+
+// rpcErrorTyped returns the error for a JSON-RPC error object, typed for
+// the codes the client acts on.
+func (r *reading) rpcErrorTyped(e *wireError) error {
+	rpc := r.rpcError(e)
+	if e.Code == mcp.CodeMissingRequiredClientCapability {
+		var d mcp.MissingCapabilityData
+		_ = json.Unmarshal(e.Data, &d)
+		return &MissingCapabilityError{RequiredCapabilities: d.RequiredCapabilities, RPC: rpc}
+	}
+	return rpc
+}
+
+func isObject(b json.RawMessage) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 0 && b[0] == '{'
+}
