@@ -16,8 +16,8 @@ import (
 )
 
 // Request header names (streamable-http.mdx §Standard Request Headers).
-// HeaderProtocolVersion is written in the spec's spelling; header names are
-// case-insensitive (HTTP-SC-01).
+// Header names are case-insensitive (HTTP-SC-01); net/http sends them in
+// canonical form (Mcp-Protocol-Version, Mcp-Param-Emptyval).
 const (
 	HeaderProtocolVersion = "MCP-Protocol-Version"
 	HeaderMethod          = "Mcp-Method"
@@ -235,8 +235,7 @@ func paramHeaders(params []HeaderParam, args json.RawMessage) (http.Header, erro
 		if err != nil {
 			return nil, fmt.Errorf("argument %q (x-mcp-header %q): %w", strings.Join(p.Path, "."), p.Header, err)
 		}
-		// Set directly: the annotation's spelling is kept on the wire.
-		h[HeaderParamPrefix+p.Header] = []string{EncodeHeaderValue(s)}
+		h.Set(HeaderParamPrefix+p.Header, EncodeHeaderValue(s))
 	}
 	return h, nil
 }

@@ -141,13 +141,13 @@ func (c *Client) post(ctx context.Context, out *outgoing, version string) (json.
 	h := req.Header
 	h.Set("Content-Type", "application/json")
 	h.Set("Accept", "application/json, text/event-stream")
-	h[HeaderProtocolVersion] = []string{version}
+	h.Set(HeaderProtocolVersion, version)
 	h.Set(HeaderMethod, out.method)
 	if out.hasName {
 		h.Set(HeaderName, EncodeHeaderValue(out.name))
 	}
 	for k, v := range out.headers {
-		h[k] = v
+		h[k] = v // already canonical (paramHeaders)
 	}
 	if c.token != "" {
 		h.Set("Authorization", "Bearer "+c.token)
