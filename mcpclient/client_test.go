@@ -162,6 +162,67 @@ func TestFormRoundTripNewIDPerRound(t *testing.T) {
 	}
 }
 
+func TestPromptAndResourceRounds(t *testing.T) {
+	hs, rec := newServer(t, nil)
+	c := mcpclient.New(hs.URL, &mcpclient.Options{Handlers: formHandlers()})
+	ctx := context.Background()
+	p, err := c.GetPrompt(ctx, "ask_prompt", map[string]string{"tone": "warm"})
+	if err != nil || len(p.Messages) != 1 || p.Messages[0].Content.Text != "prompt for Ada" {
+		t.Fatalf("prompt: %v %+v", err, p)
+	}
+	r, err := c.ReadResource(ctx, "test://ask")
+	if err != nil || len(r.Contents) != 1 || r.Contents[0].Text != "resource for Ada" {
+		t.Fatalf("resource: %v %+v", err, r)
+	}
+	for _, m := range []string{"prompts/get", "resources/read"} {
+		rounds := rec.byMethod(m)
+		if len(rounds) != 2 || bytes.Equal(rounds[0].Msg.ID, rounds[1].Msg.ID) || rounds[1].Msg.Params.RequestState == nil {
+			t.Fatalf("%s: %d rounds", m, len(rounds))
+		}
+		if !bytes.Equal(rounds[0].Msg.Params.Arguments, rounds[1].Msg.Params.Arguments) || rounds[0].Msg.Params.URI != rounds[1].Msg.Params.URI {
+			t.Fatalf("%s: the retry changed the params", m)
+		}
+	}
+	if got := string(rec.byMethod("prompts/get")[0].Msg.Params.Arguments); got != `{"tone":"warm"}` {
+		t.Fatalf("prompt arguments %s", got)
+	}
+	// One round by hand, for each.
+	if _, ir, err := c.GetPromptOnce(ctx, "ask_prompt", nil, nil); err != nil || ir == nil {
+		t.Fatalf("GetPromptOnce: %v %v", err, ir)
+	}
+	if _, ir, err := c.ReadResourceOnce(ctx, "test://ask", nil); err != nil || ir == nil {
+		t.Fatalf("ReadResourceOnce: %v %v", err, ir)
+	}
+}
+
+func TestSamplingAndRoots(t *testing.T) {
+	hs, rec := newServer(t, nil)
+	var prompt string
+	c := mcpclient.New(hs.URL, &mcpclient.Options{Handlers: &mcpclient.Handlers{
+		Sampling: func(ctx context.Context, who mcpclient.Asker, key string, p *mcp.CreateMessageRequestParams) (*mcp.CreateMessageResult, error) {
+			prompt = fmt.Sprintf("%s %d %s", key, p.MaxTokens, p.Messages[0].Content.Text)
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "m-1", Content: json.RawMessage(`{"type":"text","text":"ok"}`)}, nil
+		},
+		Roots: func(ctx context.Context, who mcpclient.Asker, key string) (*mcp.ListRootsResult, error) {
+			return &mcp.ListRootsResult{}, nil // nil Roots goes out as []
+		},
+	}})
+	r, err := c.CallTool(context.Background(), "ask_model", nil)
+	if err != nil || firstText(r) != "model m-1, 0 roots" {
+		t.Fatalf("%v %+v", err, r)
+	}
+	if prompt != "summary 20 Summarise." {
+		t.Fatalf("sampling params %q", prompt)
+	}
+	retry := rec.byMethod("tools/call")[1].Msg.Params
+	if string(retry.InputResponses["where"]) != `{"roots":[]}` {
+		t.Fatalf("roots answer %s", retry.InputResponses["where"])
+	}
+	if string(retry.Meta[mcp.MetaClientCapabilities]) != `{"sampling":{},"roots":{}}` {
+		t.Fatalf("capabilities %s", retry.Meta[mcp.MetaClientCapabilities])
+	}
+}
+
 func TestDeclineAndCancelCarryNoContent(t *testing.T) {
 	for action, text := range map[string]string{mcp.ActionDecline: "declined", mcp.ActionCancel: "cancelled"} {
 		t.Run(action, func(t *testing.T) {

@@ -175,6 +175,40 @@ func newServer(t *testing.T, opts *mcpserver.Options) (*httptest.Server, *record
 		func(ctx context.Context, r *mcpserver.Request) (mcpserver.Reply, error) {
 			return mcpserver.ResourceResult(&mcp.ReadResourceResult{Contents: []mcp.ResourceContents{{URI: r.Name, Text: "sentinel-like"}}}), nil
 		})
+	s.AddTool(&mcp.Tool{Name: "ask_model", Description: "sampling and roots"},
+		func(ctx context.Context, r *mcpserver.Request) (mcpserver.Reply, error) {
+			sm, ok1 := r.Sampling("summary")
+			roots, ok2 := r.Roots("where")
+			if ok1 && ok2 {
+				return mcpserver.Text(fmt.Sprintf("model %s, %d roots", sm.Model, len(roots.Roots))), nil
+			}
+			return mcpserver.Ask().
+				Sample("summary", &mcp.CreateMessageRequestParams{MaxTokens: 20,
+					Messages: []mcp.SamplingMessage{{Role: "user", Content: mcp.TextContent("Summarise.")}}}).
+				ListRoots("where"), nil
+		})
+	askName := func(ctx context.Context, r *mcpserver.Request) (string, *mcpserver.InputRequired) {
+		if a := r.Elicitation("who"); a.Outcome == elicit.Accepted {
+			return fmt.Sprint(a.Content["name"]), nil
+		}
+		return "", mcpserver.Ask().ElicitForm("who", "Name for the "+r.Method+"?", json.RawMessage(formSchema))
+	}
+	s.AddPrompt(&mcp.Prompt{Name: "ask_prompt", Description: "asks first"},
+		func(ctx context.Context, r *mcpserver.Request) (mcpserver.Reply, error) {
+			name, ask := askName(ctx, r)
+			if ask != nil {
+				return ask, nil
+			}
+			return mcpserver.PromptResult(&mcp.GetPromptResult{Messages: []mcp.PromptMessage{{Role: "user", Content: mcp.TextContent("prompt for " + name)}}}), nil
+		})
+	s.AddResource(&mcp.Resource{URI: "test://ask", Name: "asks first"},
+		func(ctx context.Context, r *mcpserver.Request) (mcpserver.Reply, error) {
+			name, ask := askName(ctx, r)
+			if ask != nil {
+				return ask, nil
+			}
+			return mcpserver.ResourceResult(&mcp.ReadResourceResult{Contents: []mcp.ResourceContents{{URI: r.Name, Text: "resource for " + name}}}), nil
+		})
 	rec := &recorder{next: streamhttp.NewHandler(s, &streamhttp.Options{Logger: quiet()})}
 	hs := httptest.NewServer(rec)
 	t.Cleanup(hs.Close)
