@@ -549,6 +549,11 @@ func resourceOp(uri string) *operation {
 // answers and the echoed state.
 func (c *Client) once(ctx context.Context, op *operation, retry *Retry) (json.RawMessage, *InputRequired, error) {
 	out := op.out // a copy: op is the same on every round
+	origin := out.method + " " + out.target
+	if retry != nil && retry.origin != "" && retry.origin != origin {
+		// MRTR-C-04: answers and state belong to the request that got them.
+		return nil, nil, fmt.Errorf("mcpclient: a retry of %s used for %s (MRTR-C-04)", clip(retry.origin, 120), clip(origin, 120))
+	}
 	if retry != nil {
 		if len(retry.InputResponses) > 0 {
 			out.params.InputResponses = make(map[string]json.RawMessage, len(retry.InputResponses))
@@ -578,7 +583,11 @@ func (c *Client) once(ctx context.Context, op *operation, retry *Retry) (json.Ra
 	if err != nil {
 		return nil, nil, err
 	}
-	return c.classify(out.method, raw)
+	res, ir, err := c.classify(out.method, raw)
+	if ir != nil {
+		ir.origin = origin
+	}
+	return res, ir, err
 }
 
 func headersEqual(a, b http.Header) bool {
@@ -769,7 +778,8 @@ type InputRequired struct {
 	// Meta is the result's _meta (serverInfo…), nil when absent.
 	Meta mcp.ResultMeta
 
-	state json.RawMessage // the JSON string as received; nil when absent
+	state  json.RawMessage // the JSON string as received; nil when absent
+	origin string          // method and target of the request that got it
 }
 
 // HasRequestState reports whether the server sent a requestState (an
@@ -790,10 +800,11 @@ func (ir *InputRequired) Keys() []string {
 // original request: responses (one answer per input request key: an
 // *mcp.ElicitResult, *mcp.CreateMessageResult, *mcp.ListRootsResult or
 // json.RawMessage; nil for a state-only result) and this result's
-// requestState, byte for byte, or none if it had none. Use it only for
-// the retry of the request that got this result (MRTR-C-04).
+// requestState, byte for byte, or none if it had none. It is only for the
+// retry of the request that got this result (MRTR-C-04): the *Once
+// methods refuse it for another method, tool, prompt or resource.
 func (ir *InputRequired) Retry(responses map[string]any) *Retry {
-	return &Retry{InputResponses: responses, state: ir.state}
+	return &Retry{InputResponses: responses, state: ir.state, origin: ir.origin}
 }
 
 // Retry is what an MRTR retry adds to the original params: inputResponses
@@ -803,7 +814,8 @@ type Retry struct {
 	// InputResponses maps each input request key to its answer.
 	InputResponses map[string]any
 
-	state json.RawMessage
+	state  json.RawMessage
+	origin string
 }
 
 // InputRequest is one request of an interim result: its method

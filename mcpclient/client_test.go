@@ -771,6 +771,10 @@ func TestManualDriving(t *testing.T) {
 	if echo.Msg.Params.Name != "echo" || echo.Msg.Params.RequestState != nil || echo.Msg.Params.InputResponses != nil {
 		t.Fatalf("unrelated call carried MRTR fields: %s", echo.Body)
 	}
+	// The retry of one request cannot be used for another (MRTR-C-04).
+	if _, _, err := c.CallToolOnce(ctx, "echo", nil, ir.Retry(answers)); err == nil || !strings.Contains(err.Error(), "MRTR-C-04") {
+		t.Fatalf("retry used for another tool: %v", err)
+	}
 	// A Retry made by hand carries no state: the server asks afresh.
 	_, ir3, err := c.CallToolOnce(ctx, "ask_form", nil, &mcpclient.Retry{InputResponses: answers})
 	if err != nil || ir3 == nil {
