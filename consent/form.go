@@ -173,7 +173,7 @@ func (s *session) askField(ctx context.Context, f *form, i int) (action string, 
 	if p.Description != "" {
 		fmt.Fprintf(s.out, "    %s\n", indent(p.Description, "    "))
 	}
-	fmt.Fprintf(s.out, "    %s\n", hint(p))
+	fmt.Fprintf(s.out, "    %s\n", hint(p, true))
 	for j, v := range p.Enum {
 		fmt.Fprintf(s.out, "      %d) %s\n", j+1, choiceLabel(p, j, v))
 	}
@@ -302,14 +302,17 @@ func (f *form) show(name string) string {
 	return clean(fmt.Sprint(v))
 }
 
-// hint says what a field takes, from its schema.
-func hint(p *elicit.Property) string {
+// hint says what a field takes, from its schema; typed says how to type a
+// choice (line mode) rather than pick it (terminal forms).
+func hint(p *elicit.Property, typed bool) string {
 	var h string
 	switch p.Type {
 	case "string":
 		switch {
-		case p.Enum != nil:
+		case p.Enum != nil && typed:
 			h = "choose one: type its number or its value"
+		case p.Enum != nil:
+			h = "choose one"
 		case p.Format == "email":
 			h = "an email address"
 		case p.Format == "uri":
@@ -335,7 +338,10 @@ func hint(p *elicit.Property) string {
 	case "boolean":
 		h = "yes or no"
 	case "array":
-		h = "choose any: numbers or values separated by commas"
+		h = "choose any (x or space to toggle)"
+		if typed {
+			h = "choose any: numbers or values separated by commas"
+		}
 		if p.MinItems != nil || p.MaxItems != nil {
 			h += ", " + bounds(intPtrF(p.MinItems), intPtrF(p.MaxItems)) + " of them"
 		}

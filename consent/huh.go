@@ -31,9 +31,19 @@ func (s *session) huhChoice(ctx context.Context, title string, opts []huh.Option
 	var v string
 	err := s.runHuh(ctx, huh.NewGroup(huh.NewSelect[string]().Title(title).Options(opts...).Value(&v)))
 	if errors.Is(err, huh.ErrUserAborted) {
+		fmt.Fprintf(s.out, "%s Cancelled (Esc).\n", title)
 		return mcp.ActionCancel, nil
 	}
-	return v, err
+	if err != nil {
+		return "", err
+	}
+	// The form clears itself when done: leave the choice in the transcript.
+	for _, o := range opts {
+		if o.Value == v {
+			fmt.Fprintf(s.out, "%s %s\n", title, o.Key)
+		}
+	}
+	return v, nil
 }
 
 // formHuh fills the form with terminal forms: a first choice (fill in,
@@ -101,7 +111,7 @@ func (s *session) huhFields(f *form) ([]huh.Field, []func()) {
 		if f.required(name) {
 			title += " *"
 		}
-		desc := hint(p)
+		desc := hint(p, false)
 		if p.Description != "" {
 			desc = cleanText(p.Description, true) + "\n" + desc
 		}

@@ -11,6 +11,12 @@ import (
 	"github.com/mcp-elicit/elicit/mcpclient"
 )
 
+// SafeText makes server-supplied text (a tool result, a description) safe
+// to print on a terminal: control characters other than newline and tab —
+// ESC above all, which could rewrite the screen and fake a consent prompt —
+// and bidi or other invisible format characters are shown as \u escapes.
+func SafeText(s string) string { return cleanText(s, true) }
+
 // clean makes server-supplied text safe to print on a terminal: control
 // characters (ESC above all, which could rewrite the screen), bidi
 // controls and other invisible format characters are shown as \u escapes.

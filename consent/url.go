@@ -120,10 +120,15 @@ type URLReport struct {
 }
 
 // Highlight returns URL with the registrable domain (or, when there is
-// none, the whole host) passed through mark, e.g. to make it bold or to
-// bracket it (SEC-U-C-05): "https://login.bank.example.[evil.co.uk]/".
+// none, the whole host name) passed through mark, e.g. to make it bold or
+// to bracket it (SEC-U-C-05): "https://login.bank.example.[evil.co.uk]/".
+// An IP address has no domain to mark and is left as it is (brackets
+// around it would read as IPv6 syntax).
 func (r *URLReport) Highlight(mark func(string) string) string {
 	h := r.hostIn
+	if r.IP {
+		return r.URL
+	}
 	if d := r.RegistrableDomain; d != "" && strings.HasSuffix(strings.TrimSuffix(h, "."), d) {
 		i := strings.LastIndex(h, d)
 		return r.prefix + h[:i] + mark(d) + h[i+len(d):] + r.suffix

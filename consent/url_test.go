@@ -136,8 +136,9 @@ func TestHighlight(t *testing.T) {
 		"https://login.bank.example.evil.co.uk/x?y=1": "https://login.bank.example.[evil.co.uk]/x?y=1",
 		"https://\u0430pple.com/":                     "https://[xn--pple-43d.com]/",
 		"https://apple.com@evil.example:8443/":        "https://apple.com@[evil.example]:8443/",
-		"http://127.0.0.1:3000/ui":                    "http://[127.0.0.1]:3000/ui",
-		"http://[::1]/":                               "http://[[::1]]/",
+		"http://127.0.0.1:3000/ui":                    "http://127.0.0.1:3000/ui",
+		"http://[::1]/":                               "http://[::1]/",
+		"http://localhost:3000/ui":                    "http://[localhost]:3000/ui",
 		"https://example.com./":                       "https://[example.com]./",
 	} {
 		r, err := InspectURL(raw)

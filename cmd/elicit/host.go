@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mcp-elicit/elicit/consent"
+	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/mcpclient"
+)
+
+// host runs one command against one server.
+type host struct {
+	opts   *options
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// client makes the MCP client; handlers nil declares no client
+// capabilities (tools/list needs none).
+func (h *host) client(handlers *mcpclient.Handlers) *mcpclient.Client {
+	return mcpclient.New(h.opts.url, &mcpclient.Options{
+		// No overall timeout: a call waits for the user. Dialing and
+		// response headers are bounded so a dead server is reported.
+		HTTPClient: &http.Client{Transport: &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ResponseHeaderTimeout: 2 * time.Minute,
+		}},
+		Token:      h.opts.token,
+		ClientInfo: mcp.Implementation{Name: "elicit", Version: version},
+		Handlers:   handlers,
+	})
+}
+
+// tools lists the server's tools: name, title and the first line of the
+// description; --json prints {"tools": [...]}, every page of tools/list.
+func (h *host) tools(ctx context.Context) error {
+	tools, err := h.client(nil).ListTools(ctx)
+	if err != nil {
+		return err
+	}
+	if h.opts.json {
+		return printJSON(h.stdout, struct {
+			Tools []*mcp.Tool `json:"tools"`
+		}{tools})
+	}
+	for _, t := range tools {
+		line := t.Name
+		if t.Title != "" {
+			line += " — " + t.Title
+		}
+		fmt.Fprintln(h.stdout, consent.SafeText(line))
+		if d, _, _ := strings.Cut(strings.TrimSpace(t.Description), "\n"); d != "" {
+			fmt.Fprintf(h.stdout, "    %s\n", consent.SafeText(d))
+		}
+	}
+	return nil
+}
+
+// call calls one tool with the terminal answering every input request,
+// then prints the result's text (or, with --json, the raw result).
+func (h *host) call(ctx context.Context) error {
+	// With --json, stdout carries the result only; the questions go to
+	// stderr.
+	out := h.stdout
+	if h.opts.json {
+		out = h.stderr
+	}
+	term := &consent.Terminal{In: h.stdin, Out: out, AllowOpen: h.opts.open,
+		Interactive: !h.opts.plain && consent.IsTerminal(h.stdin) && consent.IsTerminal(out)}
+	for _, p := range h.opts.roots {
+		r, err := consent.RootFromPath(p)
+		if err != nil {
+			return fmt.Errorf("%w: --root: %w", errUsage, err)
+		}
+		term.Roots = append(term.Roots, r)
+	}
+	c := h.client(term.Handlers())
+	// The input schema decides how --arg values are typed; without --arg
+	// there is nothing to look up.
+	var schema json.RawMessage
+	if len(h.opts.args) > 0 {
+		tools, err := c.ListTools(ctx)
+		if err != nil {
+			return err
+		}
+		for _, t := range tools {
+			if t.Name == h.opts.tool {
+				schema = t.InputSchema
+			}
+		}
+	}
+	args, err := buildArgs(h.opts, schema)
+	if err != nil {
+		return err
+	}
+	res, err := c.CallTool(ctx, h.opts.tool, args)
+	if err != nil {
+		return err
+	}
+	if h.opts.json {
+		if err := printJSON(h.stdout, res); err != nil {
+			return err
+		}
+	} else {
+		printContent(h.stdout, res)
+	}
+	if res.IsError {
+		return &toolError{}
+	}
+	return nil
+}
+
+// printContent prints text blocks and names the others; with no content
+// at all, the structured content as JSON. Server text is passed through
+// consent.SafeText: escape sequences in a result must not be able to
+// redraw the terminal (--json gives the exact bytes).
+func printContent(w io.Writer, res *mcp.CallToolResult) {
+	safe := consent.SafeText
+	for _, c := range res.Content {
+		switch c.Type {
+		case "text":
+			fmt.Fprintln(w, safe(c.Text))
+		case "image", "audio":
+			fmt.Fprintf(w, "[%s, %s, %d bytes of base64: use --json to get it]\n", safe(c.Type), safe(c.MimeType), len(c.Data))
+		case "resource_link":
+			fmt.Fprintf(w, "[link %s %s]\n", safe(c.Name), safe(c.URI))
+		case "resource":
+			if c.Resource != nil && c.Resource.Text != "" {
+				fmt.Fprintln(w, safe(c.Resource.Text))
+			} else if c.Resource != nil {
+				fmt.Fprintf(w, "[resource %s: use --json to get it]\n", safe(c.Resource.URI))
+			}
+		default:
+			fmt.Fprintf(w, "[%s content: use --json to get it]\n", safe(c.Type))
+		}
+	}
+	if len(res.Content) == 0 && res.StructuredContent != nil {
+		_ = printJSON(w, res.StructuredContent)
+	}
+}
+
+// explain turns a failed call into one clear sentence for the user. The
+// server's own words (messages, capability names) are already made safe
+// for a terminal by mcpclient.
+func explain(err error, endpoint string) string {
+	var (
+		missing  *mcpclient.MissingCapabilityError
+		version  *mcpclient.UnsupportedVersionError
+		conn     *mcpclient.ConnectionError
+		authErr  *mcpclient.AuthError
+		notMCP   *mcpclient.NotMCPError
+		protoErr *mcpclient.ProtocolError
+		rpc      *mcpclient.RPCError
+	)
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "interrupted"
+	case errors.Is(err, consent.ErrDeclined):
+		return fmt.Sprintf("%s; the call was not retried", err)
+	case errors.Is(err, consent.ErrRefusedRequest):
+		return fmt.Sprintf("%s; the call was not retried", err)
+	case errors.As(err, &missing):
+		need, _ := json.Marshal(missing.RequiredCapabilities)
+		msg := fmt.Sprintf("the server refused the call: it needs the client capability %s, which this client did not declare", need)
+		if missing.RequiredCapabilities.Roots != nil {
+			msg += "; pass --root PATH to offer a folder"
+		}
+		return msg
+	case errors.As(err, &version):
+		return fmt.Sprintf("the server at %s does not speak MCP %s: it serves %s", endpoint, mcp.ProtocolVersion, orNone(version.Supported))
+	case errors.As(err, &conn):
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return fmt.Sprintf("cannot reach the MCP server at %s: connection refused. Is it running?", endpoint)
+		}
+		return fmt.Sprintf("cannot reach the MCP server at %s: %v", endpoint, conn.Err)
+	case errors.As(err, &authErr):
+		if authErr.StatusCode == http.StatusForbidden {
+			return fmt.Sprintf("the server at %s refused the request (HTTP 403): the token is not allowed to do this", endpoint)
+		}
+		return fmt.Sprintf("the server at %s requires authorization (HTTP 401): pass --token or set ELICIT_TOKEN", endpoint)
+	case errors.As(err, &notMCP), errors.As(err, &protoErr):
+		return strings.TrimPrefix(err.Error(), "mcpclient: ")
+	case errors.Is(err, mcpclient.ErrRoundLimit), errors.Is(err, mcpclient.ErrStateOnlyLimit):
+		return strings.TrimPrefix(err.Error(), "mcpclient: ") + "; the call was abandoned"
+	case errors.As(err, &rpc):
+		// RPCError.Error clips the server's message and strips control
+		// characters.
+		return strings.TrimPrefix(rpc.Error(), "mcpclient: ")
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return fmt.Sprintf("the MCP server at %s did not answer in time: %v", endpoint, err)
+	}
+	return err.Error()
+}
+
+func orNone(list []string) string {
+	if len(list) == 0 {
+		return "no version it names"
+	}
+	return strings.Join(list, ", ")
+}

@@ -1,0 +1,264 @@
+// Command elicit is a terminal MCP host for revision 2026-07-28: it lists
+// and calls a server's tools over Streamable HTTP, and puts the user in
+// charge of everything the server asks on the way (elicitation in form and
+// URL mode, and the deprecated sampling and roots), through package
+// consent.
+//
+//	elicit tools --url U [--token T] [--json]
+//	elicit call TOOL --url U [--arg k=v]... [--args JSON] [--token T] [--json] [--root PATH]... [--open] [--plain]
+//
+// The final result's text content is printed (control and bidi characters
+// shown as escapes); --json prints the raw result instead, alone on stdout,
+// and the questions go to stderr. The token may also come from $ELICIT_TOKEN, so it does
+// not show in the process list.
+//
+// Exit status: 0 success; 1 the tool reported an error (isError); 2 usage
+// error; 3 the call failed (server down, protocol or version error, a
+// capability the server needs and this client did not declare, a refused
+// or declined sampling or roots request).
+//
+// When stdin and stdout are terminals, questions are terminal forms;
+// otherwise (or with --plain) they are numbered lines on stdout, answered
+// line by line on stdin, with choices typed as words.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// version is stamped by the build; "dev" otherwise.
+var version = "dev"
+
+// Exit statuses.
+const (
+	exitOK        = 0
+	exitToolError = 1
+	exitUsage     = 2
+	exitFailed    = 3
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+const usage = `usage:
+  elicit tools --url URL [--token T] [--json]
+  elicit call TOOL --url URL [--arg k=v]... [--args JSON] [--token T] [--json]
+              [--root PATH]... [--open] [--plain]
+
+  --url URL     the server's MCP endpoint, e.g. http://127.0.0.1:3000/mcp
+  --token T     bearer token (default $ELICIT_TOKEN)
+  --json        print the raw result as JSON (questions then go to stderr)
+  --arg k=v     one tool argument; a string unless the tool's input schema
+                says number, integer, boolean, array or object (then v is
+                JSON). Repeatable; overrides --args
+  --args JSON   the tool arguments as one JSON object
+  --root PATH   a folder the server may be told about (roots, deprecated);
+                asked before sharing. Repeatable
+  --open        open an accepted URL in the system browser (xdg-open/open);
+                without it the URL is printed for you to open
+  --plain       line mode even on a terminal
+`
+
+// run is the whole program; it returns the exit status.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	cmd, rest := args[0], args[1:]
+	opts, err := parseFlags(cmd, rest, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "elicit: %s\n\n%s", err, usage)
+		return exitUsage
+	}
+	h := &host{opts: opts, stdin: stdin, stdout: stdout, stderr: stderr}
+	switch cmd {
+	case "tools":
+		err = h.tools(ctx)
+	case "call":
+		err = h.call(ctx)
+	}
+	var toolErr *toolError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &toolErr):
+		return exitToolError
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "elicit: %s\n", err)
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "elicit: %s\n", explain(err, opts.url))
+	return exitFailed
+}
+
+// errUsage marks errors in what the user asked for (bad --arg, …).
+var errUsage = errors.New("usage")
+
+// toolError is a complete result with isError: its text was printed.
+type toolError struct{}
+
+func (*toolError) Error() string { return "the tool reported an error" }
+
+// options are the parsed command line.
+type options struct {
+	cmd       string
+	tool      string
+	url       string
+	token     string
+	json      bool
+	args      []string // k=v
+	argsJSON  string
+	roots     []string
+	open      bool
+	plain     bool
+	argsGiven bool
+}
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// parseFlags parses a subcommand's flags; flags and the TOOL operand may
+// come in any order.
+func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
+	o := &options{cmd: cmd, token: os.Getenv("ELICIT_TOKEN")}
+	fs := flag.NewFlagSet("elicit "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	fs.StringVar(&o.url, "url", "", "MCP endpoint URL")
+	fs.StringVar(&o.token, "token", o.token, "bearer token")
+	fs.BoolVar(&o.json, "json", false, "print the raw result")
+	switch cmd {
+	case "tools":
+	case "call":
+		fs.Var((*listFlag)(&o.args), "arg", "argument k=v (repeatable)")
+		fs.StringVar(&o.argsJSON, "args", "", "arguments as a JSON object")
+		fs.Var((*listFlag)(&o.roots), "root", "a folder to offer as a root (repeatable)")
+		fs.BoolVar(&o.open, "open", false, "open accepted URLs in the system browser")
+		fs.BoolVar(&o.plain, "plain", false, "line mode even on a terminal")
+	default:
+		return nil, fmt.Errorf("unknown command %q", cmd)
+	}
+	var operands []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		operands = append(operands, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	switch {
+	case cmd == "call" && len(operands) != 1:
+		return nil, errors.New("call needs exactly one TOOL name")
+	case cmd == "tools" && len(operands) != 0:
+		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(operands, " "))
+	case o.url == "":
+		return nil, errors.New("--url is required")
+	}
+	if cmd == "call" {
+		o.tool = operands[0]
+	}
+	return o, nil
+}
+
+// buildArgs merges --args and --arg into the tool arguments. A k=v value
+// is a string unless the tool's input schema gives the property a
+// non-string type; then v must be JSON of that type.
+func buildArgs(o *options, inputSchema json.RawMessage) (map[string]any, error) {
+	args := map[string]any{}
+	if o.argsJSON != "" {
+		if err := json.Unmarshal([]byte(o.argsJSON), &args); err != nil || args == nil {
+			return nil, fmt.Errorf("%w: --args must be a JSON object", errUsage)
+		}
+	}
+	types := propertyTypes(inputSchema)
+	for _, kv := range o.args {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%w: --arg %q is not k=v", errUsage, kv)
+		}
+		switch t := types[k]; t {
+		case "", "string":
+			args[k] = v
+		default:
+			var x any
+			if err := json.Unmarshal([]byte(v), &x); err != nil {
+				return nil, fmt.Errorf("%w: --arg %s: the tool takes %s %s, and %q is not JSON", errUsage, k, article(t), t, v)
+			}
+			args[k] = x
+		}
+	}
+	return args, nil
+}
+
+// propertyTypes reads the "type" of each top-level property of a JSON
+// Schema; a type list or a missing type reads as "" (taken as a string).
+func propertyTypes(schema json.RawMessage) map[string]string {
+	var s struct {
+		Properties map[string]struct {
+			Type any `json:"type"`
+		} `json:"properties"`
+	}
+	out := map[string]string{}
+	if json.Unmarshal(schema, &s) != nil {
+		return out
+	}
+	for name, p := range s.Properties {
+		if t, ok := p.Type.(string); ok {
+			out[name] = t
+		}
+	}
+	return out
+}
+
+func article(t string) string {
+	if strings.ContainsRune("aeiou", rune(t[0])) {
+		return "an"
+	}
+	return "a"
+}
+
+// printJSON writes v indented.
+func printJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+// sortedKeys returns m's keys in order, for stable output.
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

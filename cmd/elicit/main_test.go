@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/mcp-elicit/elicit/consent"
+	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/mcpclient"
+)
+
+func TestParseFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		cmd  string
+		want *options
+		err  string
+	}{
+		{name: "tool first, then flags", cmd: "call",
+			args: []string{"connect_billing", "--url", "http://127.0.0.1:3000/mcp", "--token", "alice", "--root", "/a", "--root", "/b", "--arg", "k=v", "--json"},
+			want: &options{cmd: "call", tool: "connect_billing", url: "http://127.0.0.1:3000/mcp", token: "alice", json: true, args: []string{"k=v"}, roots: []string{"/a", "/b"}}},
+		{name: "flags first", cmd: "call", args: []string{"--url", "u", "--open", "--plain", "t", "--args", `{"a":1}`},
+			want: &options{cmd: "call", tool: "t", url: "u", open: true, plain: true, argsJSON: `{"a":1}`}},
+		{name: "tools", cmd: "tools", args: []string{"--url", "u", "--json"}, want: &options{cmd: "tools", url: "u", json: true}},
+		{name: "no url", cmd: "tools", args: nil, err: "--url is required"},
+		{name: "no tool", cmd: "call", args: []string{"--url", "u"}, err: "exactly one TOOL"},
+		{name: "two tools", cmd: "call", args: []string{"--url", "u", "a", "b"}, err: "exactly one TOOL"},
+		{name: "tools takes no operand", cmd: "tools", args: []string{"--url", "u", "x"}, err: "unexpected arguments: x"},
+		{name: "call-only flag on tools", cmd: "tools", args: []string{"--url", "u", "--root", "/"}, err: "flag provided but not defined: -root"},
+		{name: "unknown command", cmd: "check", args: []string{"--url", "u"}, err: `unknown command "check"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("ELICIT_TOKEN", "")
+			got, err := parseFlags(tc.cmd, tc.args, io.Discard)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %+v, %v\nwant %+v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestTokenFromEnvironment(t *testing.T) {
+	t.Setenv("ELICIT_TOKEN", "carol")
+	o, err := parseFlags("tools", []string{"--url", "u"}, io.Discard)
+	if err != nil || o.token != "carol" {
+		t.Fatalf("%+v %v", o, err)
+	}
+}
+
+func TestBuildArgs(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{"period":{"type":"string"},"n":{"type":"integer"},"on":{"type":"boolean"},"tags":{"type":"array"},"any":{"type":["string","null"]}}}`)
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		argsJSON string
+		want     map[string]any
+		err      string
+	}{
+		{name: "strings stay strings", args: []string{"period=2026", "any=42", "unknown=true"},
+			want: map[string]any{"period": "2026", "any": "42", "unknown": "true"}},
+		{name: "schema types read JSON", args: []string{"n=3", "on=true", `tags=["a","b"]`},
+			want: map[string]any{"n": 3.0, "on": true, "tags": []any{"a", "b"}}},
+		{name: "value with =", args: []string{"period=a=b"}, want: map[string]any{"period": "a=b"}},
+		{name: "--arg overrides --args", argsJSON: `{"period":"2026-Q1","n":1}`, args: []string{"period=2026-Q2"},
+			want: map[string]any{"period": "2026-Q2", "n": 1.0}},
+		{name: "not JSON for a number", args: []string{"n=three"}, err: `the tool takes an integer, and "three" is not JSON`},
+		{name: "no =", args: []string{"period"}, err: `--arg "period" is not k=v`},
+		{name: "--args not an object", argsJSON: `[1]`, err: "--args must be a JSON object"},
+		{name: "nothing", want: map[string]any{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := buildArgs(&options{args: tc.args, argsJSON: tc.argsJSON}, schema)
+			if tc.err != "" {
+				if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want usage error %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %#v, %v", got, err)
+			}
+		})
+	}
+}
+
+func TestExplain(t *testing.T) {
+	const ep = "http://127.0.0.1:1/mcp"
+	rpc := &mcpclient.RPCError{Method: "tools/call", HTTPStatus: 400, Code: -32021, Message: "Missing required client capability"}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&mcpclient.ConnectionError{Endpoint: ep, Err: fmt.Errorf("dial tcp: %w", syscall.ECONNREFUSED)},
+			"cannot reach the MCP server at " + ep + ": connection refused. Is it running?"},
+		{&mcpclient.UnsupportedVersionError{Supported: []string{"2025-11-25"}, Requested: "2026-07-28"},
+			"the server at " + ep + " does not speak MCP 2026-07-28: it serves 2025-11-25"},
+		{&mcpclient.MissingCapabilityError{RequiredCapabilities: mcp.ClientCapabilities{Roots: &mcp.RootsCapability{}}, RPC: rpc},
+			`the server refused the call: it needs the client capability {"roots":{}}, which this client did not declare; pass --root PATH to offer a folder`},
+		{&mcpclient.AuthError{StatusCode: 401}, "requires authorization (HTTP 401): pass --token or set ELICIT_TOKEN"},
+		{fmt.Errorf("%w: sampling request %q", consent.ErrDeclined, "s"), `consent: the user declined: sampling request "s"; the call was not retried`},
+		{context.Canceled, "interrupted"},
+		{&mcpclient.RPCError{Method: "tools/call", Code: -32602, Message: "Unknown tool\x1b[2J"}, "tools/call: server error -32602: Unknown tool\ufffd[2J"},
+	} {
+		if got := explain(tc.err, ep); !strings.Contains(got, tc.want) {
+			t.Errorf("explain(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestUsage(t *testing.T) {
+	var stderr strings.Builder
+	if code := run(context.Background(), nil, strings.NewReader(""), io.Discard, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "usage:") {
+		t.Fatalf("no args: %d %q", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := run(context.Background(), []string{"call", "--url", "u"}, strings.NewReader(""), io.Discard, &stderr); code != exitUsage ||
+		!strings.Contains(stderr.String(), "call needs exactly one TOOL name") {
+		t.Fatalf("call without tool: %d %q", code, stderr.String())
+	}
+}
+
+// A result cannot redraw the terminal: escapes are shown, not run.
+func TestPrintContentIsSafe(t *testing.T) {
+	var b strings.Builder
+	printContent(&b, &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("ok\x1b[2J\nline two\u202e")}})
+	if got := b.String(); got != "ok\\x1b[2J\nline two\\u202e\n" {
+		t.Errorf("got %q", got)
+	}
+}
