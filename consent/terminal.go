@@ -58,8 +58,9 @@ var ErrRefusedRequest = errors.New("consent: request refused")
 // In line mode (Interactive false, for pipes, tests and scripts) prompts
 // are numbered lines on Out and answers are read line by line from In;
 // choices are typed words (accept, decline, cancel, submit, …). End of
-// input is a cancel. In interactive mode the same steps are terminal forms
-// (github.com/charmbracelet/huh); Esc or Ctrl-C is a cancel.
+// input cancels an elicitation and declines sampling and roots. In
+// interactive mode the same steps are terminal forms
+// (github.com/charmbracelet/huh); Esc or Ctrl-C is a cancel there.
 //
 // Prompts never overlap: the handlers take turns.
 type Terminal struct {
