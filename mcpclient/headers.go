@@ -166,7 +166,7 @@ func (w *headerWalker) annotation(obj map[string]any, v any, path []string, reac
 		w.err = fmt.Errorf("%s: x-mcp-header must be a string", where)
 	case name == "":
 		w.err = fmt.Errorf("%s: x-mcp-header is empty", where)
-	case !isToken(name):
+	case !mcp.ValidHeaderName(name):
 		w.err = fmt.Errorf("%s: x-mcp-header %q is not an HTTP token (letters, digits and !#$%%&'*+-.^_`|~ only)", where, name)
 	case !reachable || len(path) == 0:
 		w.err = fmt.Errorf("%s: x-mcp-header %q is not on a property reachable through \"properties\" alone", where, name)
@@ -193,21 +193,6 @@ func typeName(t any) string {
 	}
 	b, _ := json.Marshal(t)
 	return string(b)
-}
-
-// isToken reports whether s is an RFC 9110 token (tchar+).
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
-			continue
-		}
-		return false
-	}
-	return true
 }
 
 // paramHeaders returns the Mcp-Param-* headers for args, a JSON object

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/mcp-elicit/elicit/mcp"
 )
 
 // HeaderParam is a tool argument mirrored into an Mcp-Param-{Header}
@@ -45,7 +47,7 @@ func parseHeaderParams(schema json.RawMessage) ([]HeaderParam, error) {
 			pp := append(append([]string(nil), path...), name)
 			if raw, ok := p["x-mcp-header"]; ok {
 				var h string
-				if err := json.Unmarshal(raw, &h); err != nil || !isToken(h) {
+				if err := json.Unmarshal(raw, &h); err != nil || !mcp.ValidHeaderName(h) {
 					return fmt.Errorf("property %q: x-mcp-header must be a non-empty token", strings.Join(pp, "."))
 				}
 				var t string
@@ -69,19 +71,4 @@ func parseHeaderParams(schema json.RawMessage) ([]HeaderParam, error) {
 		return nil, err
 	}
 	return out, nil
-}
-
-// isToken reports whether s is a non-empty RFC 9110 token.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
-			continue
-		}
-		return false
-	}
-	return true
 }
