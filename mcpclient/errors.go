@@ -170,7 +170,9 @@ func clip(s string, n int) string {
 		s = strings.ToValidUTF8(s[:n], "") + "…"
 	}
 	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
+		// Controls, format characters (bidi, zero-width, BOM) and separators
+		// could redraw or reorder what the user reads.
+		if r != ' ' && !unicode.IsGraphic(r) {
 			return '\uFFFD'
 		}
 		return r

@@ -154,7 +154,7 @@ func printContent(w io.Writer, res *mcp.CallToolResult) {
 // explain turns a failed call into one clear sentence for the user. The
 // server's own words (messages, capability names) are already made safe
 // for a terminal by mcpclient.
-func explain(err error, endpoint string) string {
+func explain(err error, endpoint string, hadToken bool) string {
 	var (
 		missing  *mcpclient.MissingCapabilityError
 		version  *mcpclient.UnsupportedVersionError
@@ -188,6 +188,9 @@ func explain(err error, endpoint string) string {
 	case errors.As(err, &authErr):
 		if authErr.StatusCode == http.StatusForbidden {
 			return fmt.Sprintf("the server at %s refused the request (HTTP 403): the token is not allowed to do this", endpoint)
+		}
+		if hadToken {
+			return fmt.Sprintf("the server at %s rejected the token (HTTP 401)", endpoint)
 		}
 		return fmt.Sprintf("the server at %s requires authorization (HTTP 401): pass --token or set ELICIT_TOKEN", endpoint)
 	case errors.As(err, &notMCP), errors.As(err, &protoErr):

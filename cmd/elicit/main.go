@@ -29,11 +29,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"sort"
 	"strings"
 	"syscall"
+	"unicode"
+	"unicode/utf16"
 )
 
 // version is stamped by the build; "dev" otherwise.
@@ -108,7 +111,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "elicit: %s\n", err)
 		return exitUsage
 	}
-	fmt.Fprintf(stderr, "elicit: %s\n", explain(err, opts.url))
+	fmt.Fprintf(stderr, "elicit: %s\n", explain(err, opts.url, opts.token != ""))
 	return exitFailed
 }
 
@@ -180,6 +183,9 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
 	case o.url == "":
 		return nil, errors.New("--url is required")
 	}
+	if u, err := url.Parse(o.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("--url %q is not an http(s) URL such as http://127.0.0.1:3000/mcp", o.url)
+	}
 	if cmd == "call" {
 		o.tool = operands[0]
 	}
@@ -243,13 +249,29 @@ func article(t string) string {
 	return "a"
 }
 
-// printJSON writes v indented.
+// printJSON writes v indented. Characters that could reorder or hide
+// text on a terminal (format characters such as bidi overrides and
+// zero-width marks, separators) are written as \u escapes: still the same
+// JSON, but the line reads as it is.
 func printJSON(w io.Writer, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "%s\n", b)
+	var out strings.Builder
+	for _, r := range string(b) {
+		if r > 0x7e && !unicode.IsGraphic(r) {
+			if r > 0xffff {
+				r1, r2 := utf16.EncodeRune(r)
+				fmt.Fprintf(&out, "\\u%04x\\u%04x", r1, r2)
+				continue
+			}
+			fmt.Fprintf(&out, "\\u%04x", r)
+			continue
+		}
+		out.WriteRune(r)
+	}
+	_, err = fmt.Fprintf(w, "%s\n", out.String())
 	return err
 }
 

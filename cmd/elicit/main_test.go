@@ -27,15 +27,16 @@ func TestParseFlags(t *testing.T) {
 		{name: "tool first, then flags", cmd: "call",
 			args: []string{"connect_billing", "--url", "http://127.0.0.1:3000/mcp", "--token", "alice", "--root", "/a", "--root", "/b", "--arg", "k=v", "--json"},
 			want: &options{cmd: "call", tool: "connect_billing", url: "http://127.0.0.1:3000/mcp", token: "alice", json: true, args: []string{"k=v"}, roots: []string{"/a", "/b"}}},
-		{name: "flags first", cmd: "call", args: []string{"--url", "u", "--open", "--plain", "t", "--args", `{"a":1}`},
-			want: &options{cmd: "call", tool: "t", url: "u", open: true, plain: true, argsJSON: `{"a":1}`}},
-		{name: "tools", cmd: "tools", args: []string{"--url", "u", "--json"}, want: &options{cmd: "tools", url: "u", json: true}},
+		{name: "flags first", cmd: "call", args: []string{"--url", "http://h/mcp", "--open", "--plain", "t", "--args", `{"a":1}`},
+			want: &options{cmd: "call", tool: "t", url: "http://h/mcp", open: true, plain: true, argsJSON: `{"a":1}`}},
+		{name: "tools", cmd: "tools", args: []string{"--url", "http://h/mcp", "--json"}, want: &options{cmd: "tools", url: "http://h/mcp", json: true}},
 		{name: "no url", cmd: "tools", args: nil, err: "--url is required"},
-		{name: "no tool", cmd: "call", args: []string{"--url", "u"}, err: "exactly one TOOL"},
-		{name: "two tools", cmd: "call", args: []string{"--url", "u", "a", "b"}, err: "exactly one TOOL"},
-		{name: "tools takes no operand", cmd: "tools", args: []string{"--url", "u", "x"}, err: "unexpected arguments: x"},
-		{name: "call-only flag on tools", cmd: "tools", args: []string{"--url", "u", "--root", "/"}, err: "flag provided but not defined: -root"},
-		{name: "unknown command", cmd: "check", args: []string{"--url", "u"}, err: `unknown command "check"`},
+		{name: "no tool", cmd: "call", args: []string{"--url", "http://h/mcp"}, err: "exactly one TOOL"},
+		{name: "two tools", cmd: "call", args: []string{"--url", "http://h/mcp", "a", "b"}, err: "exactly one TOOL"},
+		{name: "tools takes no operand", cmd: "tools", args: []string{"--url", "http://h/mcp", "x"}, err: "unexpected arguments: x"},
+		{name: "call-only flag on tools", cmd: "tools", args: []string{"--url", "http://h/mcp", "--root", "/"}, err: "flag provided but not defined: -root"},
+		{name: "not an http URL", cmd: "tools", args: []string{"--url", "notaurl"}, err: "is not an http(s) URL"},
+		{name: "unknown command", cmd: "check", args: []string{"--url", "http://h/mcp"}, err: `unknown command "check"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("ELICIT_TOKEN", "")
@@ -55,7 +56,7 @@ func TestParseFlags(t *testing.T) {
 
 func TestTokenFromEnvironment(t *testing.T) {
 	t.Setenv("ELICIT_TOKEN", "carol")
-	o, err := parseFlags("tools", []string{"--url", "u"}, io.Discard)
+	o, err := parseFlags("tools", []string{"--url", "http://h/mcp"}, io.Discard)
 	if err != nil || o.token != "carol" {
 		t.Fatalf("%+v %v", o, err)
 	}
@@ -115,7 +116,7 @@ func TestExplain(t *testing.T) {
 		{context.Canceled, "interrupted"},
 		{&mcpclient.RPCError{Method: "tools/call", Code: -32602, Message: "Unknown tool\x1b[2J"}, "tools/call: server error -32602: Unknown tool\ufffd[2J"},
 	} {
-		if got := explain(tc.err, ep); !strings.Contains(got, tc.want) {
+		if got := explain(tc.err, ep, false); !strings.Contains(got, tc.want) {
 			t.Errorf("explain(%v) = %q, want %q", tc.err, got, tc.want)
 		}
 	}
@@ -127,7 +128,7 @@ func TestUsage(t *testing.T) {
 		t.Fatalf("no args: %d %q", code, stderr.String())
 	}
 	stderr.Reset()
-	if code := run(context.Background(), []string{"call", "--url", "u"}, strings.NewReader(""), io.Discard, &stderr); code != exitUsage ||
+	if code := run(context.Background(), []string{"call", "--url", "http://h/mcp"}, strings.NewReader(""), io.Discard, &stderr); code != exitUsage ||
 		!strings.Contains(stderr.String(), "call needs exactly one TOOL name") {
 		t.Fatalf("call without tool: %d %q", code, stderr.String())
 	}
