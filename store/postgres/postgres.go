@@ -1,0 +1,387 @@
+// Package postgres is the PostgreSQL implementation of store.Store, on
+// github.com/jackc/pgx/v5 (pgxpool, native protocol).
+//
+// The schema is created by embedded, versioned migrations (migrations/NNNN_*.sql,
+// append only) that Open applies in one transaction holding a
+// transaction-level advisory lock, so several instances starting at once
+// against one database apply each migration exactly once; the others wait
+// and then find the schema current. schema_migrations lists the versions
+// applied. Tables live in the connection's current schema (search_path), so
+// a DSN parameter such as search_path=elicit selects where.
+//
+// As in store/sqlite, times are stored as Unix nanoseconds (BIGINT) and
+// session ids only as SHA-256 hashes.
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mcp-elicit/elicit/store"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Advisory lock class ids (the first key of the two-key form). lockClass
+// also namespaces per-operation locks in CompleteOperation.
+const (
+	migrateLockClass   int32 = 0x656c6963 // "elic"
+	operationLockClass int32 = 0x656c6f70 // "elop"
+)
+
+// Store is a store.Store backed by a PostgreSQL database. It is safe for
+// concurrent use, and several Stores (processes) may share one database.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+var _ store.Store = (*Store)(nil)
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// loadMigrations returns the embedded migrations sorted by version and
+// checks that the versions are 1, 2, 3, … without gaps.
+func loadMigrations() ([]migration, error) {
+	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, n := range names {
+		base := path.Base(n)
+		num, _, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("postgres: bad migration file name %q", base)
+		}
+		b, err := migrationFS.ReadFile(n)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: base, sql: string(b)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	for i, m := range ms {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("postgres: migrations are not numbered 1..n: %s", m.name)
+		}
+	}
+	return ms, nil
+}
+
+// Open connects to the database named by dsn (a postgres:// URL or a
+// key=value string, as pgx accepts), checks it answers, and brings the
+// schema up to date.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	s := &Store{pool: pool}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := loadMigrations()
+	if err != nil {
+		return err
+	}
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// Held until commit or rollback: concurrent starters queue here.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, 0)`, migrateLockClass); err != nil {
+			return fmt.Errorf("postgres: migrate: lock: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    INTEGER PRIMARY KEY,
+			name       TEXT NOT NULL,
+			applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`); err != nil {
+			return fmt.Errorf("postgres: migrate: %w", err)
+		}
+		var have int
+		if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
+			return fmt.Errorf("postgres: migrate: %w", err)
+		}
+		if have > len(ms) {
+			return fmt.Errorf("postgres: database schema version %d is newer than this program (%d)", have, len(ms))
+		}
+		for _, m := range ms[have:] {
+			if _, err := tx.Exec(ctx, m.sql); err != nil {
+				return fmt.Errorf("postgres: migration %s: %w", m.name, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
+				return fmt.Errorf("postgres: migration %s: %w", m.name, err)
+			}
+		}
+		return nil
+	})
+}
+
+// SchemaVersion reports the highest migration applied to the database.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("postgres: %w", err)
+	}
+	return v, nil
+}
+
+func toNanos(t time.Time) int64 { return t.UnixNano() }
+
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+// nullNanos maps the zero time to NULL: time.Time{}.UnixNano is undefined.
+func nullNanos(t time.Time) *int64 {
+	if t.IsZero() {
+		return nil
+	}
+	n := t.UnixNano()
+	return &n
+}
+
+// zNanos stores the zero time as 0, and fromZNanos reads 0 back as it.
+func zNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromZNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return fromNanos(n)
+}
+
+// isUniqueViolation reports SQLSTATE 23505 (unique_violation).
+func isUniqueViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+// CreateFlow implements store.Store. ErrConflict if f.ID exists.
+func (s *Store) CreateFlow(ctx context.Context, f *store.Flow) error {
+	if f == nil {
+		return errors.New("postgres: nil flow")
+	}
+	_, err := s.pool.Exec(ctx,
+		`INSERT INTO flows (id, principal, purpose, status, created_at, expires_at, completed_at)
+		 VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		f.ID, f.Principal, f.Purpose, string(f.Status), toNanos(f.CreatedAt), toNanos(f.ExpiresAt), nullNanos(f.CompletedAt))
+	if isUniqueViolation(err) {
+		return fmt.Errorf("postgres: flow id exists: %w", store.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: create flow: %w", err)
+	}
+	return nil
+}
+
+func scanFlow(row pgx.Row) (*store.Flow, error) {
+	var (
+		f                store.Flow
+		status           string
+		created, expires int64
+		completed        *int64
+	)
+	if err := row.Scan(&f.ID, &f.Principal, &f.Purpose, &status, &created, &expires, &completed); err != nil {
+		return nil, err
+	}
+	f.Status = store.FlowStatus(status)
+	f.CreatedAt = fromNanos(created)
+	f.ExpiresAt = fromNanos(expires)
+	if completed != nil {
+		f.CompletedAt = fromNanos(*completed)
+	}
+	return &f, nil
+}
+
+const flowColumns = `id, principal, purpose, status, created_at, expires_at, completed_at`
+
+// GetFlow implements store.Store.
+func (s *Store) GetFlow(ctx context.Context, id string) (*store.Flow, error) {
+	f, err := scanFlow(s.pool.QueryRow(ctx, `SELECT `+flowColumns+` FROM flows WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: get flow: %w", err)
+	}
+	return f, nil
+}
+
+// PendingFlow implements store.Store.
+func (s *Store) PendingFlow(ctx context.Context, principal, purpose string, now time.Time) (*store.Flow, error) {
+	f, err := scanFlow(s.pool.QueryRow(ctx, `SELECT `+flowColumns+` FROM flows
+		 WHERE principal = $1 AND purpose = $2 AND status = 'pending' AND expires_at > $3
+		 ORDER BY created_at DESC, id DESC LIMIT 1`, principal, purpose, toNanos(now)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: pending flow: %w", err)
+	}
+	return f, nil
+}
+
+// CompleteFlow implements store.Store. The conditional UPDATE is the guard:
+// a concurrent caller blocks on the row lock, then re-checks the WHERE
+// clause against the committed row and changes nothing.
+func (s *Store) CompleteFlow(ctx context.Context, flowID, principal string, sealedSecret []byte, now time.Time) error {
+	if sealedSecret == nil {
+		sealedSecret = []byte{} // the column is NOT NULL
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: complete flow: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	tag, err := tx.Exec(ctx,
+		`UPDATE flows SET status = 'complete', completed_at = $1
+		 WHERE id = $2 AND status = 'pending' AND principal = $3 AND expires_at > $1`,
+		toNanos(now), flowID, principal)
+	if err != nil {
+		return fmt.Errorf("postgres: complete flow: %w", err)
+	}
+	if tag.RowsAffected() != 1 {
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM flows WHERE id = $1`, flowID).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("postgres: complete flow: %w", err)
+		}
+		return fmt.Errorf("postgres: flow not pending, expired or not the principal's: %w", store.ErrConflict)
+	}
+	if _, err := tx.Exec(ctx,
+		`INSERT INTO secrets (principal, name, sealed, updated_at)
+		 SELECT principal, purpose, $1, $2 FROM flows WHERE id = $3
+		 ON CONFLICT (principal, name) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at`,
+		sealedSecret, toNanos(now), flowID); err != nil {
+		return fmt.Errorf("postgres: store secret: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("postgres: complete flow: %w", err)
+	}
+	return nil
+}
+
+// GetSecret implements store.Store.
+func (s *Store) GetSecret(ctx context.Context, principal, name string) ([]byte, error) {
+	var b []byte
+	err := s.pool.QueryRow(ctx, `SELECT sealed FROM secrets WHERE principal = $1 AND name = $2`, principal, name).Scan(&b)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: get secret: %w", err)
+	}
+	if b == nil {
+		b = []byte{}
+	}
+	return b, nil
+}
+
+func hashID(id string) string {
+	h := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(h[:])
+}
+
+// CreateSession implements store.Store. Only the hash of s.ID is stored.
+func (s *Store) CreateSession(ctx context.Context, sess *store.Session) error {
+	if sess == nil {
+		return errors.New("postgres: nil session")
+	}
+	_, err := s.pool.Exec(ctx,
+		`INSERT INTO sessions (id_hash, principal, csrf, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)`,
+		hashID(sess.ID), sess.Principal, sess.CSRF, toNanos(sess.CreatedAt), toNanos(sess.ExpiresAt))
+	if isUniqueViolation(err) {
+		return fmt.Errorf("postgres: session id exists: %w", store.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: create session: %w", err)
+	}
+	return nil
+}
+
+// GetSession implements store.Store; expired sessions are returned too.
+func (s *Store) GetSession(ctx context.Context, id string) (*store.Session, error) {
+	sess := store.Session{ID: id}
+	var created, expires int64
+	err := s.pool.QueryRow(ctx,
+		`SELECT principal, csrf, created_at, expires_at FROM sessions WHERE id_hash = $1`, hashID(id)).
+		Scan(&sess.Principal, &sess.CSRF, &created, &expires)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: get session: %w", err)
+	}
+	sess.CreatedAt = fromNanos(created)
+	sess.ExpiresAt = fromNanos(expires)
+	return &sess, nil
+}
+
+// DeleteSession implements store.Store; a missing session is not an error.
+func (s *Store) DeleteSession(ctx context.Context, id string) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE id_hash = $1`, hashID(id)); err != nil {
+		return fmt.Errorf("postgres: delete session: %w", err)
+	}
+	return nil
+}
+
+// DeleteExpired implements store.Store.
+func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int64, error) {
+	var total int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		for _, q := range []string{
+			`DELETE FROM flows WHERE expires_at < $1`,
+			`DELETE FROM sessions WHERE expires_at < $1`,
+		} {
+			tag, err := tx.Exec(ctx, q, toNanos(now))
+			if err != nil {
+				return err
+			}
+			total += tag.RowsAffected()
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("postgres: delete expired: %w", err)
+	}
+	return total, nil
+}
+
+// Close closes the connection pool.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
