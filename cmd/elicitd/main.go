@@ -4,6 +4,16 @@
 //
 //	go run ./cmd/elicitd                      # http://127.0.0.1:3000/mcp, data in ./elicitd-data
 //	go run ./cmd/elicitd --addr 127.0.0.1:8080 --data /var/lib/elicitd
+//	ELICIT_MASTER_KEY=$(head -c32 /dev/urandom | base64) \
+//	  go run ./cmd/elicitd --store 'postgres://elicit@db/elicit'
+//
+// The store is SQLite in --data unless --store names a PostgreSQL database
+// (postgres:// or postgresql:// URL); several instances may share one. The
+// vault master key, from which the requestState key is also derived, is
+// ELICIT_MASTER_KEY (32 bytes, standard base64) when that is set, else the
+// file master.key in --data (created on first use). Instances behind one
+// load balancer must share the key, so give them all the same
+// ELICIT_MASTER_KEY.
 //
 // Authentication is the demo bearer scheme (the token is the user name),
 // which is only safe on loopback: a non-loopback --addr needs
@@ -14,6 +24,7 @@ import (
 	"context"
 	"crypto/hkdf"
 	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -37,6 +48,8 @@ import (
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
 	"github.com/mcp-elicit/elicit/reqstate"
+	"github.com/mcp-elicit/elicit/store"
+	"github.com/mcp-elicit/elicit/store/postgres"
 	"github.com/mcp-elicit/elicit/store/sqlite"
 	"github.com/mcp-elicit/elicit/streamhttp"
 )
@@ -47,6 +60,8 @@ var version = "dev"
 type config struct {
 	addr             string
 	dataDir          string
+	storeURL         string // "" = SQLite in dataDir; else a postgres:// URL
+	masterKeyB64     string // ELICIT_MASTER_KEY; "" = the key file in dataDir
 	publicURL        string
 	insecureDemoAuth bool
 	logLevel         slog.Level
@@ -66,6 +81,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	cfg := &config{}
 	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:3000", "listen address host:port")
 	fs.StringVar(&cfg.dataDir, "data", "./elicitd-data", "data directory (SQLite store, keys)")
+	fs.StringVar(&cfg.storeURL, "store", "", "store: empty for SQLite in --data, or a PostgreSQL URL postgres://user@host/db")
 	fs.StringVar(&cfg.publicURL, "public-url", "", "URL users' browsers reach this server at (default http://<addr>)")
 	fs.BoolVar(&cfg.insecureDemoAuth, "insecure-demo-auth", false, "allow demo bearer auth (token = user name) on a non-loopback address")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
@@ -85,6 +101,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if !isLoopback(host) && !cfg.insecureDemoAuth {
 		return nil, fmt.Errorf("--addr %s is not a loopback address: demo auth lets anyone claim any user; pass --insecure-demo-auth to accept that", cfg.addr)
 	}
+	if cfg.storeURL != "" && !isPostgresURL(cfg.storeURL) {
+		return nil, fmt.Errorf("--store must be a postgres:// or postgresql:// URL (or empty for SQLite in --data)")
+	}
+	cfg.masterKeyB64 = os.Getenv(masterKeyEnv)
 	if cfg.publicURL == "" {
 		cfg.publicURL = "http://" + cfg.addr
 	}
@@ -94,6 +114,41 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	cfg.publicURL = strings.TrimSuffix(cfg.publicURL, "/")
 	return cfg, nil
+}
+
+// masterKeyEnv names the environment variable that supplies the vault
+// master key (standard base64 of 32 bytes) instead of the data dir's file.
+const masterKeyEnv = "ELICIT_MASTER_KEY"
+
+func isPostgresURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// masterKey returns the key from cfg.masterKeyB64 if set, else from (or
+// created in) the data directory.
+func masterKey(cfg *config) ([]byte, error) {
+	if cfg.masterKeyB64 == "" {
+		return connect.LoadOrCreateMasterKey(cfg.dataDir)
+	}
+	key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cfg.masterKeyB64))
+	if err != nil || len(key) != 32 {
+		return nil, fmt.Errorf("%s must be 32 bytes in standard base64 (e.g. head -c32 /dev/urandom | base64)", masterKeyEnv)
+	}
+	return key, nil
+}
+
+// openStore opens the PostgreSQL store named by cfg.storeURL, or the
+// SQLite store in the data directory.
+func openStore(cfg *config) (store.Store, error) {
+	if cfg.storeURL != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return postgres.Open(ctx, cfg.storeURL)
+	}
+	if err := os.MkdirAll(cfg.dataDir, 0o700); err != nil {
+		return nil, err
+	}
+	return sqlite.Open(filepath.Join(cfg.dataDir, "elicitd.db"))
 }
 
 func isLoopback(host string) bool {
@@ -134,7 +189,7 @@ func run(args []string, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go app.sweepLoop(ctx, 5*time.Minute, logger)
-	logger.Info("elicitd listening", "mcp", cfg.publicURL+"/mcp", "pages", cfg.publicURL+"/ui/", "data", cfg.dataDir, "version", version)
+	logger.Info("elicitd listening", "mcp", cfg.publicURL+"/mcp", "pages", cfg.publicURL+"/ui/", "data", cfg.dataDir, "store", storeName(cfg), "version", version)
 	return serve.Run(ctx, srv, ln, logger)
 }
 
@@ -175,14 +230,11 @@ func (a *app) Close() error {
 
 func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 	a := &app{}
-	if err := os.MkdirAll(cfg.dataDir, 0o700); err != nil {
-		return nil, err
-	}
-	master, err := connect.LoadOrCreateMasterKey(cfg.dataDir)
+	master, err := masterKey(cfg)
 	if err != nil {
 		return nil, err
 	}
-	st, err := sqlite.Open(filepath.Join(cfg.dataDir, "elicitd.db"))
+	st, err := openStore(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -241,4 +293,16 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 	})
 	a.Handler = mux
 	return a, nil
+}
+
+// storeName says which store is in use, for the log, without the URL's
+// password.
+func storeName(cfg *config) string {
+	if cfg.storeURL == "" {
+		return "sqlite"
+	}
+	if u, err := url.Parse(cfg.storeURL); err == nil {
+		return "postgres " + u.Redacted()
+	}
+	return "postgres"
 }
