@@ -13,7 +13,8 @@
 // ELICIT_MASTER_KEY (32 bytes, standard base64) when that is set, else the
 // file master.key in --data (created on first use). Instances behind one
 // load balancer must share the key, so give them all the same
-// ELICIT_MASTER_KEY.
+// ELICIT_MASTER_KEY. ELICIT_STATE_KEYS (id:base64,... — the first seals)
+// replaces the derived requestState key with a ring that can be rotated.
 //
 // Authentication is the demo bearer scheme (the token is the user name),
 // which is only safe on loopback: a non-loopback --addr needs
@@ -62,6 +63,7 @@ type config struct {
 	dataDir          string
 	storeURL         string // "" = SQLite in dataDir; else a postgres:// URL
 	masterKeyB64     string // ELICIT_MASTER_KEY; "" = the key file in dataDir
+	stateKeys        string // ELICIT_STATE_KEYS; "" = one key derived from the master key
 	publicURL        string
 	insecureDemoAuth bool
 	logLevel         slog.Level
@@ -105,6 +107,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("--store must be a postgres:// or postgresql:// URL (or empty for SQLite in --data)")
 	}
 	cfg.masterKeyB64 = os.Getenv(masterKeyEnv)
+	cfg.stateKeys = os.Getenv(stateKeysEnv)
+	if _, err := parseStateKeys(cfg.stateKeys); err != nil {
+		return nil, err
+	}
 	if cfg.publicURL == "" {
 		cfg.publicURL = "http://" + cfg.addr
 	}
@@ -119,6 +125,54 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 // masterKeyEnv names the environment variable that supplies the vault
 // master key (standard base64 of 32 bytes) instead of the data dir's file.
 const masterKeyEnv = "ELICIT_MASTER_KEY"
+
+// stateKeysEnv names the environment variable that supplies the
+// requestState key ring instead of the key derived from the master key:
+// comma-separated id:base64 entries (32-byte secrets, standard base64).
+// The first seals; all open. Rotation: add the new key first on every
+// instance, wait for the old key's states to expire (reqstate.DefaultTTL),
+// then drop the old key.
+const stateKeysEnv = "ELICIT_STATE_KEYS"
+
+// parseStateKeys parses an ELICIT_STATE_KEYS value; "" gives no keys.
+func parseStateKeys(s string) ([]reqstate.Key, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var keys []reqstate.Key
+	seen := map[string]bool{}
+	for i, entry := range strings.Split(s, ",") {
+		id, b64, ok := strings.Cut(strings.TrimSpace(entry), ":")
+		if !ok || id == "" || len(id) > 255 {
+			return nil, fmt.Errorf("%s entry %d: want id:base64", stateKeysEnv, i+1)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("%s: key id %q repeated", stateKeysEnv, id)
+		}
+		seen[id] = true
+		secret, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil || len(secret) != 32 {
+			return nil, fmt.Errorf("%s key %q: secret must be 32 bytes in standard base64 (e.g. head -c32 /dev/urandom | base64)", stateKeysEnv, id)
+		}
+		keys = append(keys, reqstate.Key{ID: id, Secret: secret})
+	}
+	return keys, nil
+}
+
+// stateKeyRing is the requestState key ring: ELICIT_STATE_KEYS if set,
+// else one key, id k1, derived from the master key so states survive a
+// restart; its own label keeps it apart from the vault key.
+func stateKeyRing(cfg *config, master []byte) ([]reqstate.Key, error) {
+	keys, err := parseStateKeys(cfg.stateKeys)
+	if err != nil || len(keys) > 0 {
+		return keys, err
+	}
+	secret, err := hkdf.Key(sha256.New, master, nil, "elicit requestState v1", 32)
+	if err != nil {
+		return nil, err
+	}
+	return []reqstate.Key{{ID: "k1", Secret: secret}}, nil
+}
 
 func isPostgresURL(s string) bool {
 	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
@@ -249,14 +303,12 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 		a.Close()
 		return nil, err
 	}
-	// The requestState key is derived from the master key, so states
-	// survive a restart; its own label keeps it apart from the vault key.
-	stateSecret, err := hkdf.Key(sha256.New, master, nil, "elicit requestState v1", 32)
+	keys, err := stateKeyRing(cfg, master)
 	if err != nil {
 		a.Close()
 		return nil, err
 	}
-	sealer, err := reqstate.New([]reqstate.Key{{ID: "k1", Secret: stateSecret}}, &reqstate.Options{Now: now})
+	sealer, err := reqstate.New(keys, &reqstate.Options{Now: now})
 	if err != nil {
 		a.Close()
 		return nil, err

@@ -17,8 +17,8 @@ import (
 	"github.com/mcp-elicit/elicit/store/postgres"
 )
 
-// newPGCluster starts one elicitd per entry of stateKeys (all "" for
-// now: the requestState key derived from the master key), all sharing the
+// newPGCluster starts one elicitd per entry of stateKeys (that instance's
+// ELICIT_STATE_KEYS; "" = derived from the master key), all sharing the
 // PostgreSQL database dsn and one ELICIT_MASTER_KEY, behind a round-robin
 // proxy whose address is every instance's public URL. It returns a
 // reportsEnv talking to the proxy (st and db are nil: the store is
@@ -35,12 +35,12 @@ func newPGCluster(t *testing.T, dsn string, stateKeys ...string) (*reportsEnv, *
 	public := "http://" + pln.Addr().String()
 	logs := &syncBuffer{}
 	proxy := &roundRobin{}
-	for i := range stateKeys {
+	for i, sk := range stateKeys {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg := &config{addr: ln.Addr().String(), dataDir: t.TempDir(), storeURL: dsn, masterKeyB64: keyB64, publicURL: public}
+		cfg := &config{addr: ln.Addr().String(), dataDir: t.TempDir(), storeURL: dsn, masterKeyB64: keyB64, stateKeys: sk, publicURL: public}
 		a, err := newApp(cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 		if err != nil {
 			t.Fatal(err)

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	"github.com/mcp-elicit/elicit/examples/reports"
+)
+
+func stateKeyB64() string {
+	k := make([]byte, 32)
+	rand.Read(k)
+	return base64.StdEncoding.EncodeToString(k)
+}
+
+// TestStateKeyRotationPostgres: a requestState sealed by an instance whose
+// ring is [old] opens on one with [new, old]; one with [new] (old
+// retired) refuses it with the opaque -32602; what [new, old] seals opens
+// on [new].
+func TestStateKeyRotationPostgres(t *testing.T) {
+	dsn := pgSchemaDSN(t)
+	oldKey, newKey := "old:"+stateKeyB64(), "new:"+stateKeyB64()
+	e, proxy := newPGCluster(t, dsn, oldKey, newKey+","+oldKey, newKey)
+	const A, B, C = 0, 1, 2
+
+	// Sealed with old on A, opened on B.
+	proxy.force(A)
+	r := e.export(1, "alice", "2026-Q2", "sales", "", metaURL)
+	r.input(t, reports.KeyOptions)
+	proxy.force(B)
+	e.export(2, "alice", "2026-Q2", "sales", retryWith(reports.KeyOptions, accepted, r.state()), metaURL).wantComplete(t, false, "")
+
+	// Sealed with old on A, refused on C.
+	proxy.force(A)
+	r = e.export(3, "alice", "2026-Q3", "sales", "", metaURL)
+	r.input(t, reports.KeyOptions)
+	proxy.force(C)
+	refused := e.export(4, "alice", "2026-Q3", "sales", retryWith(reports.KeyOptions, accepted, r.state()), metaURL)
+	refused.wantError(t, 400, -32602)
+	if refused.Error.Message != "invalid or expired requestState" || len(refused.Error.Data) != 0 && string(refused.Error.Data) != "null" {
+		t.Fatalf("refusal is not opaque: %s", refused.Raw)
+	}
+
+	// Sealed with new on B, opened on C.
+	proxy.force(B)
+	r = e.export(5, "alice", "2026-Q4", "sales", "", metaURL)
+	r.input(t, reports.KeyOptions)
+	proxy.force(C)
+	e.export(6, "alice", "2026-Q4", "sales", retryWith(reports.KeyOptions, accepted, r.state()), metaURL).wantComplete(t, false, "")
+
+	if got := pgDrafts(t, dsn, "alice"); len(got) != 2 {
+		t.Fatalf("drafts = %q, want 2 (Q2 and Q4; the refused Q3 wrote nothing)", got)
+	}
+}
+
+func TestStateKeysEnv(t *testing.T) {
+	k1, k2 := stateKeyB64(), stateKeyB64()
+	keys, err := parseStateKeys(" new:" + k1 + " , old:" + k2)
+	if err != nil || len(keys) != 2 || keys[0].ID != "new" || keys[1].ID != "old" || base64.StdEncoding.EncodeToString(keys[0].Secret) != k1 {
+		t.Fatalf("parseStateKeys = %v, %v", keys, err)
+	}
+	if keys, err := parseStateKeys(""); err != nil || keys != nil {
+		t.Fatalf("parseStateKeys(\"\") = %v, %v", keys, err)
+	}
+	for _, bad := range []string{"nokey", ":" + k1, "a:notbase64!", "a:" + base64.StdEncoding.EncodeToString(make([]byte, 16)), "a:" + k1 + ",a:" + k2, "a:" + k1 + ","} {
+		if _, err := parseStateKeys(bad); err == nil || !strings.Contains(err.Error(), "ELICIT_STATE_KEYS") {
+			t.Errorf("parseStateKeys(%q) err = %v, want one naming ELICIT_STATE_KEYS", bad, err)
+		}
+	}
+	t.Setenv("ELICIT_STATE_KEYS", "bad")
+	if _, err := parseFlags(nil, &syncBuffer{}); err == nil || !strings.Contains(err.Error(), "ELICIT_STATE_KEYS") {
+		t.Fatalf("parseFlags with a bad ELICIT_STATE_KEYS: %v", err)
+	}
+	t.Setenv("ELICIT_STATE_KEYS", "k9:"+k1)
+	cfg, err := parseFlags(nil, &syncBuffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := stateKeyRing(cfg, make([]byte, 32))
+	if err != nil || len(ring) != 1 || ring[0].ID != "k9" {
+		t.Fatalf("stateKeyRing = %v, %v", ring, err)
+	}
+	// Without it: the key derived from the master key, id k1.
+	ring, err = stateKeyRing(&config{}, make([]byte, 32))
+	if err != nil || len(ring) != 1 || ring[0].ID != "k1" || len(ring[0].Secret) != 32 {
+		t.Fatalf("derived ring = %v, %v", ring, err)
+	}
+}
