@@ -88,13 +88,23 @@ func loadMigrations() ([]migration, error) {
 	return ms, nil
 }
 
+// defaultConnectTimeout bounds a connection attempt when the DSN sets no
+// connect_timeout.
+const defaultConnectTimeout = 5 * time.Second
+
 // Open connects to the database named by dsn (a postgres:// URL or a
 // key=value string, as pgx accepts), checks it answers, and brings the
-// schema up to date.
+// schema up to date. Connection attempts time out after 5 seconds unless
+// the DSN's connect_timeout says otherwise.
 func Open(ctx context.Context, dsn string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		// pgx dials without a time limit by default: an unreachable
+		// server would hold a request until the client gives up.
+		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
