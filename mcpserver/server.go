@@ -13,10 +13,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"runtime/debug"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -499,8 +502,39 @@ func (s *Server) wireError(in *Incoming, err error) *jsonrpc.Error {
 	if errors.Is(err, context.Canceled) {
 		return jsonrpc.NewError(jsonrpc.CodeInternalError, "Request cancelled")
 	}
+	if unavailable(err) {
+		s.log.Warn("mcpserver: a dependency is unavailable", "method", in.Method, "name", in.Name, "err", err)
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Temporarily unavailable; retry later",
+			Data: RetryData{Retryable: true, RetryAfterMs: 1000}}
+	}
 	s.log.Error("mcpserver: handler failed", "method", in.Method, "name", in.Name, "err", err)
 	return jsonrpc.NewError(jsonrpc.CodeInternalError, "Internal error")
+}
+
+// ErrUnavailable marks a handler error as a passing outage (a database or
+// upstream that cannot be reached): wrap it, and the client gets a
+// retryable -32603 (HTTP 503 with Retry-After on Streamable HTTP) instead
+// of a plain internal error.
+var ErrUnavailable = errors.New("temporarily unavailable")
+
+// RetryData is the data of a retryable -32603: the request did nothing
+// and may be sent again (with a new id) after RetryAfterMs milliseconds.
+type RetryData struct {
+	Retryable    bool `json:"retryable"`
+	RetryAfterMs int  `json:"retryAfterMs"`
+}
+
+// unavailable reports whether err means a dependency could not be reached:
+// ErrUnavailable, an error with an Unavailable() true method, a network error (refused, reset, timed out), or a
+// connection cut mid-answer. Drivers wrap these, so errors.As sees them.
+func unavailable(err error) bool {
+	var ne net.Error
+	var ue interface{ Unavailable() bool }
+	if errors.As(err, &ue) && ue.Unavailable() {
+		return true // e.g. store/postgres marks connection and shutdown errors
+	}
+	return errors.Is(err, ErrUnavailable) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, context.DeadlineExceeded)
 }
 
 func (s *Server) serverMeta() mcp.ResultMeta {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -302,5 +303,24 @@ func TestParseErrors(t *testing.T) {
 		if err == nil || err.Code != jsonrpc.CodeInvalidParams || !strings.Contains(err.Message, tt.want) {
 			t.Errorf("%s: got %v, want -32602 containing %q", tt.params, err, tt.want)
 		}
+	}
+}
+
+func TestUnavailableIsRetryable(t *testing.T) {
+	s := New(mcp.Implementation{Name: "t", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "down", Description: "d"}, func(ctx context.Context, r *Request) (Reply, error) {
+		return nil, fmt.Errorf("loading drafts: %w", ErrUnavailable)
+	})
+	s.AddTool(&mcp.Tool{Name: "bug", Description: "b"}, func(ctx context.Context, r *Request) (Reply, error) {
+		return nil, errors.New("nil map")
+	})
+	c := rpc{s, ""}
+	_, err := c.call(t, toolCall("down", `{}`, ""))
+	if err == nil || err.Code != jsonrpc.CodeInternalError || mustJSON(err.Data) != `{"retryable":true,"retryAfterMs":1000}` {
+		t.Fatalf("outage: %v data %s", err, mustJSON(err.Data))
+	}
+	_, err = c.call(t, toolCall("bug", `{}`, ""))
+	if err == nil || err.Message != "Internal error" || err.Data != nil {
+		t.Fatalf("bug: %v", err)
 	}
 }

@@ -439,6 +439,10 @@ func (s *streamWriter) finish(resp *jsonrpc.Response) {
 		status := http.StatusOK
 		if resp.Error != nil {
 			status = StatusFor(resp.Error.Code)
+			if rd, ok := resp.Error.Data.(mcpserver.RetryData); ok && rd.Retryable {
+				status = http.StatusServiceUnavailable
+				s.w.Header().Set("Retry-After", strconv.Itoa((rd.RetryAfterMs+999)/1000))
+			}
 		}
 		writeJSON(s.w, status, resp)
 		return

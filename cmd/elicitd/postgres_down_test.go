@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -137,8 +138,10 @@ func TestPostgresDown(t *testing.T) {
 		if d := time.Since(start); d > 5*time.Second {
 			t.Errorf("call %d with PostgreSQL down took %v", i, d)
 		}
-		if r.Error == nil || r.Error.Code != -32603 || r.Error.Message != "Internal error" {
-			t.Fatalf("call %d with PostgreSQL down: want JSON-RPC -32603, got HTTP %d: %s", i, r.Status, r.Raw)
+		// A retryable -32603: HTTP 503, data {"retryable":true,...}.
+		if r.Status != http.StatusServiceUnavailable || r.Error == nil || r.Error.Code != -32603 ||
+			!strings.Contains(string(r.Error.Data), `"retryable":true`) {
+			t.Fatalf("call %d with PostgreSQL down: want HTTP 503 and a retryable -32603, got HTTP %d: %s\nlog:\n%s", i, r.Status, r.Raw, e.logs.String())
 		}
 	}
 

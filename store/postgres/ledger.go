@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -22,19 +21,19 @@ func (s *Store) CompleteOperation(ctx context.Context, op *store.Operation, effe
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("postgres: complete operation: %w", err)
+		return pgErrorf("postgres: complete operation: %w", err)
 	}
 	defer tx.Rollback(ctx)
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, operationLockClass, op.ID); err != nil {
-		return fmt.Errorf("postgres: complete operation: lock: %w", err)
+		return pgErrorf("postgres: complete operation: lock: %w", err)
 	}
 	var one int
 	err = tx.QueryRow(ctx, `SELECT 1 FROM operations WHERE id = $1`, op.ID).Scan(&one)
 	switch {
 	case err == nil:
-		return fmt.Errorf("postgres: operation already recorded: %w", store.ErrConflict)
+		return pgErrorf("postgres: operation already recorded: %w", store.ErrConflict)
 	case !errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("postgres: complete operation: %w", err)
+		return pgErrorf("postgres: complete operation: %w", err)
 	}
 	if effect != nil {
 		fx := &effects{tx: tx, opID: op.ID}
@@ -52,16 +51,16 @@ func (s *Store) CompleteOperation(ctx context.Context, op *store.Operation, effe
 		`INSERT INTO operations (id, principal, name, outcome, result, completed_at) VALUES ($1, $2, $3, $4, $5, $6)`,
 		op.ID, op.Principal, op.Name, op.Outcome, result, zNanos(op.CompletedAt))
 	if isUniqueViolation(err) {
-		return fmt.Errorf("postgres: operation already recorded: %w", store.ErrConflict)
+		return pgErrorf("postgres: operation already recorded: %w", store.ErrConflict)
 	}
 	if err != nil {
-		return fmt.Errorf("postgres: record operation: %w", err)
+		return pgErrorf("postgres: record operation: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		if isUniqueViolation(err) {
-			return fmt.Errorf("postgres: operation already recorded: %w", store.ErrConflict)
+			return pgErrorf("postgres: operation already recorded: %w", store.ErrConflict)
 		}
-		return fmt.Errorf("postgres: complete operation: %w", err)
+		return pgErrorf("postgres: complete operation: %w", err)
 	}
 	return nil
 }
@@ -77,7 +76,7 @@ func (s *Store) GetOperation(ctx context.Context, id string) (*store.Operation, 
 		return nil, store.ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: get operation: %w", err)
+		return nil, pgErrorf("postgres: get operation: %w", err)
 	}
 	if op.Result == nil {
 		op.Result = []byte{}
@@ -114,7 +113,7 @@ func getRecord(ctx context.Context, q queryer, kind, id string) (*store.Record, 
 		return nil, store.ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: get record: %w", err)
+		return nil, pgErrorf("postgres: get record: %w", err)
 	}
 	return r, nil
 }
@@ -129,19 +128,19 @@ func (s *Store) ListRecords(ctx context.Context, kind, principal string) ([]*sto
 	rows, err := s.pool.Query(ctx,
 		`SELECT `+recordColumns+` FROM records WHERE kind = $1 AND principal = $2 ORDER BY created_at, id`, kind, principal)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list records: %w", err)
+		return nil, pgErrorf("postgres: list records: %w", err)
 	}
 	defer rows.Close()
 	out := []*store.Record{}
 	for rows.Next() {
 		r, err := scanRecord(rows)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: list records: %w", err)
+			return nil, pgErrorf("postgres: list records: %w", err)
 		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: list records: %w", err)
+		return nil, pgErrorf("postgres: list records: %w", err)
 	}
 	return out, nil
 }
@@ -181,19 +180,19 @@ func (e *effects) Insert(ctx context.Context, r *store.Record) error {
 	}
 	sp, err := e.tx.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("postgres: insert record: %w", err)
+		return pgErrorf("postgres: insert record: %w", err)
 	}
 	defer sp.Rollback(ctx)
 	_, err = sp.Exec(ctx, `INSERT INTO records (`+recordColumns+`) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8)`,
 		r.Kind, r.ID, r.Principal, r.Status, data, e.opID, zNanos(r.CreatedAt), zNanos(r.UpdatedAt))
 	if isUniqueViolation(err) {
-		return fmt.Errorf("postgres: record exists: %w", store.ErrConflict)
+		return pgErrorf("postgres: record exists: %w", store.ErrConflict)
 	}
 	if err != nil {
-		return fmt.Errorf("postgres: insert record: %w", err)
+		return pgErrorf("postgres: insert record: %w", err)
 	}
 	if err := sp.Commit(ctx); err != nil {
-		return fmt.Errorf("postgres: insert record: %w", err)
+		return pgErrorf("postgres: insert record: %w", err)
 	}
 	r.Version, r.OperationID = 1, e.opID
 	return nil
@@ -226,13 +225,13 @@ func (e *effects) Update(ctx context.Context, r *store.Record) error {
 		 WHERE kind = $5 AND id = $6 AND version = $7`,
 		r.Status, data, zNanos(r.UpdatedAt), e.opID, r.Kind, r.ID, r.Version)
 	if err != nil {
-		return fmt.Errorf("postgres: update record: %w", err)
+		return pgErrorf("postgres: update record: %w", err)
 	}
 	if tag.RowsAffected() != 1 {
 		if _, err := getRecord(ctx, e.tx, r.Kind, r.ID); err != nil {
 			return err
 		}
-		return fmt.Errorf("postgres: record changed since it was read: %w", store.ErrConflict)
+		return pgErrorf("postgres: record changed since it was read: %w", store.ErrConflict)
 	}
 	r.Version++
 	r.OperationID = e.opID

@@ -20,7 +20,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net"
 	"path"
 	"sort"
 	"strconv"
@@ -71,7 +73,7 @@ func loadMigrations() ([]migration, error) {
 		num, _, ok := strings.Cut(base, "_")
 		v, err := strconv.Atoi(num)
 		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("postgres: bad migration file name %q", base)
+			return nil, pgErrorf("postgres: bad migration file name %q", base)
 		}
 		b, err := migrationFS.ReadFile(n)
 		if err != nil {
@@ -82,7 +84,7 @@ func loadMigrations() ([]migration, error) {
 	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
 	for i, m := range ms {
 		if m.version != i+1 {
-			return nil, fmt.Errorf("postgres: migrations are not numbered 1..n: %s", m.name)
+			return nil, pgErrorf("postgres: migrations are not numbered 1..n: %s", m.name)
 		}
 	}
 	return ms, nil
@@ -99,7 +101,7 @@ const defaultConnectTimeout = 5 * time.Second
 func Open(ctx context.Context, dsn string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
+		return nil, pgErrorf("postgres: %w", err)
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		// pgx dials without a time limit by default: an unreachable
@@ -108,7 +110,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
+		return nil, pgErrorf("postgres: %w", err)
 	}
 	s := &Store{pool: pool}
 	if err := s.migrate(ctx); err != nil {
@@ -126,27 +128,27 @@ func (s *Store) migrate(ctx context.Context) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// Held until commit or rollback: concurrent starters queue here.
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, 0)`, migrateLockClass); err != nil {
-			return fmt.Errorf("postgres: migrate: lock: %w", err)
+			return pgErrorf("postgres: migrate: lock: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 			version    INTEGER PRIMARY KEY,
 			name       TEXT NOT NULL,
 			applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`); err != nil {
-			return fmt.Errorf("postgres: migrate: %w", err)
+			return pgErrorf("postgres: migrate: %w", err)
 		}
 		var have int
 		if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
-			return fmt.Errorf("postgres: migrate: %w", err)
+			return pgErrorf("postgres: migrate: %w", err)
 		}
 		if have > len(ms) {
-			return fmt.Errorf("postgres: database schema version %d is newer than this program (%d)", have, len(ms))
+			return pgErrorf("postgres: database schema version %d is newer than this program (%d)", have, len(ms))
 		}
 		for _, m := range ms[have:] {
 			if _, err := tx.Exec(ctx, m.sql); err != nil {
-				return fmt.Errorf("postgres: migration %s: %w", m.name, err)
+				return pgErrorf("postgres: migration %s: %w", m.name, err)
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
-				return fmt.Errorf("postgres: migration %s: %w", m.name, err)
+				return pgErrorf("postgres: migration %s: %w", m.name, err)
 			}
 		}
 		return nil
@@ -157,7 +159,7 @@ func (s *Store) migrate(ctx context.Context) error {
 func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
 	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
-		return 0, fmt.Errorf("postgres: %w", err)
+		return 0, pgErrorf("postgres: %w", err)
 	}
 	return v, nil
 }
@@ -206,10 +208,10 @@ func (s *Store) CreateFlow(ctx context.Context, f *store.Flow) error {
 		 VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 		f.ID, f.Principal, f.Purpose, string(f.Status), toNanos(f.CreatedAt), toNanos(f.ExpiresAt), nullNanos(f.CompletedAt))
 	if isUniqueViolation(err) {
-		return fmt.Errorf("postgres: flow id exists: %w", store.ErrConflict)
+		return pgErrorf("postgres: flow id exists: %w", store.ErrConflict)
 	}
 	if err != nil {
-		return fmt.Errorf("postgres: create flow: %w", err)
+		return pgErrorf("postgres: create flow: %w", err)
 	}
 	return nil
 }
@@ -242,7 +244,7 @@ func (s *Store) GetFlow(ctx context.Context, id string) (*store.Flow, error) {
 		return nil, store.ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: get flow: %w", err)
+		return nil, pgErrorf("postgres: get flow: %w", err)
 	}
 	return f, nil
 }
@@ -256,7 +258,7 @@ func (s *Store) PendingFlow(ctx context.Context, principal, purpose string, now 
 		return nil, store.ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: pending flow: %w", err)
+		return nil, pgErrorf("postgres: pending flow: %w", err)
 	}
 	return f, nil
 }
@@ -270,7 +272,7 @@ func (s *Store) CompleteFlow(ctx context.Context, flowID, principal string, seal
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("postgres: complete flow: %w", err)
+		return pgErrorf("postgres: complete flow: %w", err)
 	}
 	defer tx.Rollback(ctx)
 	tag, err := tx.Exec(ctx,
@@ -278,7 +280,7 @@ func (s *Store) CompleteFlow(ctx context.Context, flowID, principal string, seal
 		 WHERE id = $2 AND status = 'pending' AND principal = $3 AND expires_at > $1`,
 		toNanos(now), flowID, principal)
 	if err != nil {
-		return fmt.Errorf("postgres: complete flow: %w", err)
+		return pgErrorf("postgres: complete flow: %w", err)
 	}
 	if tag.RowsAffected() != 1 {
 		var one int
@@ -287,19 +289,19 @@ func (s *Store) CompleteFlow(ctx context.Context, flowID, principal string, seal
 			return store.ErrNotFound
 		}
 		if err != nil {
-			return fmt.Errorf("postgres: complete flow: %w", err)
+			return pgErrorf("postgres: complete flow: %w", err)
 		}
-		return fmt.Errorf("postgres: flow not pending, expired or not the principal's: %w", store.ErrConflict)
+		return pgErrorf("postgres: flow not pending, expired or not the principal's: %w", store.ErrConflict)
 	}
 	if _, err := tx.Exec(ctx,
 		`INSERT INTO secrets (principal, name, sealed, updated_at)
 		 SELECT principal, purpose, $1, $2 FROM flows WHERE id = $3
 		 ON CONFLICT (principal, name) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at`,
 		sealedSecret, toNanos(now), flowID); err != nil {
-		return fmt.Errorf("postgres: store secret: %w", err)
+		return pgErrorf("postgres: store secret: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("postgres: complete flow: %w", err)
+		return pgErrorf("postgres: complete flow: %w", err)
 	}
 	return nil
 }
@@ -312,7 +314,7 @@ func (s *Store) GetSecret(ctx context.Context, principal, name string) ([]byte, 
 		return nil, store.ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: get secret: %w", err)
+		return nil, pgErrorf("postgres: get secret: %w", err)
 	}
 	if b == nil {
 		b = []byte{}
@@ -334,10 +336,10 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session) error {
 		`INSERT INTO sessions (id_hash, principal, csrf, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)`,
 		hashID(sess.ID), sess.Principal, sess.CSRF, toNanos(sess.CreatedAt), toNanos(sess.ExpiresAt))
 	if isUniqueViolation(err) {
-		return fmt.Errorf("postgres: session id exists: %w", store.ErrConflict)
+		return pgErrorf("postgres: session id exists: %w", store.ErrConflict)
 	}
 	if err != nil {
-		return fmt.Errorf("postgres: create session: %w", err)
+		return pgErrorf("postgres: create session: %w", err)
 	}
 	return nil
 }
@@ -353,7 +355,7 @@ func (s *Store) GetSession(ctx context.Context, id string) (*store.Session, erro
 		return nil, store.ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: get session: %w", err)
+		return nil, pgErrorf("postgres: get session: %w", err)
 	}
 	sess.CreatedAt = fromNanos(created)
 	sess.ExpiresAt = fromNanos(expires)
@@ -363,7 +365,7 @@ func (s *Store) GetSession(ctx context.Context, id string) (*store.Session, erro
 // DeleteSession implements store.Store; a missing session is not an error.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	if _, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE id_hash = $1`, hashID(id)); err != nil {
-		return fmt.Errorf("postgres: delete session: %w", err)
+		return pgErrorf("postgres: delete session: %w", err)
 	}
 	return nil
 }
@@ -385,7 +387,7 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int64, error)
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("postgres: delete expired: %w", err)
+		return 0, pgErrorf("postgres: delete expired: %w", err)
 	}
 	return total, nil
 }
@@ -394,4 +396,37 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int64, error)
 func (s *Store) Close() error {
 	s.pool.Close()
 	return nil
+}
+
+// pgErrorf is fmt.Errorf for errors that come from PostgreSQL. An error
+// that means the server cannot be reached, is shutting down or is out of
+// resources (SQLSTATE classes 08, 57, 53; network errors; a connection cut
+// mid-answer) is marked Unavailable, so the MCP layer can answer with a
+// retryable error instead of an internal one.
+func pgErrorf(format string, args ...any) error {
+	err := fmt.Errorf(format, args...)
+	if outage(err) {
+		return unavailableError{err}
+	}
+	return err
+}
+
+type unavailableError struct{ error }
+
+func (e unavailableError) Unwrap() error { return e.error }
+
+// Unavailable marks the error as a passing outage (see mcpserver).
+func (unavailableError) Unavailable() bool { return true }
+
+func outage(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code[:2] {
+		case "08", "57", "53":
+			return true
+		}
+		return false
+	}
+	var ne net.Error
+	return pgconn.Timeout(err) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }
