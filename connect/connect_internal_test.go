@@ -2,10 +2,15 @@ package connect
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"testing"
 
+	"github.com/mcp-elicit/elicit/store"
 	"github.com/mcp-elicit/elicit/store/sqlite"
 )
 
@@ -96,5 +101,37 @@ func TestSealOpen(t *testing.T) {
 	other, _ := New(Options{Store: st, MasterKey: bytes.Repeat([]byte{2}, 32), BaseURL: "http://localhost"})
 	if _, err := other.open("alice", "billing_key", a); err == nil {
 		t.Error("another master key decrypted the blob")
+	}
+}
+
+type outageErr struct{}
+
+func (outageErr) Error() string     { return "database unreachable" }
+func (outageErr) Unavailable() bool { return true }
+
+// downStore is a store whose database is unreachable.
+type downStore struct{ store.Store }
+
+func (downStore) GetSession(context.Context, string) (*store.Session, error) { return nil, outageErr{} }
+
+// An outage of the store is a 503 with Retry-After on the pages, like the
+// MCP endpoint's retryable error, not a 500.
+func TestPagesAnswer503WhileStoreIsDown(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s, err := New(Options{Store: downStore{st}, MasterKey: bytes.Repeat([]byte{1}, 32), BaseURL: "http://127.0.0.1:1",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest("GET", "/ui/set_api_key?flow=0123456789abcdef0123456789abcdef", nil)
+	req.AddCookie(&http.Cookie{Name: SessionCookie, Value: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ"})
+	w := httptest.NewRecorder()
+	s.Handler().ServeHTTP(w, req)
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "1" {
+		t.Fatalf("status %d, Retry-After %q", w.Code, w.Header().Get("Retry-After"))
 	}
 }

@@ -127,6 +127,13 @@ func (s *Service) internalError(w http.ResponseWriter, r *http.Request, op strin
 	// Store and crypto errors carry no secrets: the plaintext never reaches
 	// them and sealed blobs are not put into error text.
 	s.log.LogAttrs(r.Context(), slog.LevelError, "connect: "+op, slog.Any("err", err))
+	var ue interface{ Unavailable() bool }
+	if errors.As(err, &ue) && ue.Unavailable() {
+		// A passing outage of the store (see store/postgres): say so.
+		w.Header().Set("Retry-After", "1")
+		s.message(w, http.StatusServiceUnavailable, "Temporarily unavailable", "The server cannot reach its database right now. Nothing was stored; please try again in a moment.", "error", true, nil)
+		return
+	}
 	s.message(w, http.StatusInternalServerError, "Something went wrong", "Something went wrong on the server. Nothing was stored; please try again.", "error", true, nil)
 }
 

@@ -243,7 +243,7 @@ func run(args []string, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go app.sweepLoop(ctx, 5*time.Minute, logger)
-	logger.Info("elicitd listening", "mcp", cfg.publicURL+"/mcp", "pages", cfg.publicURL+"/ui/", "data", cfg.dataDir, "store", storeName(cfg), "version", version)
+	logger.Info("elicitd listening", "addr", ln.Addr().String(), "mcp", cfg.publicURL+"/mcp", "pages", cfg.publicURL+"/ui/", "data", cfg.dataDir, "store", storeName(cfg), "version", version)
 	return serve.Run(ctx, srv, ln, logger)
 }
 
