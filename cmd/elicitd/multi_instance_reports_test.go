@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"github.com/mcp-elicit/elicit/store/postgres/pgtest"
 	"log/slog"
 	"net"
 	"net/http"
@@ -82,7 +83,7 @@ func pgDrafts(t *testing.T, dsn, user string) []string {
 // completed retry replayed through A gets the recorded result, and there
 // is still one draft.
 func TestMultiInstanceReportsPostgres(t *testing.T) {
-	dsn := pgSchemaDSN(t)
+	dsn := pgtest.SchemaDSN(t)
 	e, proxy := newPGCluster(t, dsn, "", "")
 
 	proxy.force(0) // A

@@ -1,67 +1,19 @@
 package main
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
-	"log/slog"
-	"net"
+	"github.com/mcp-elicit/elicit/store/postgres/pgtest"
 	"net/http"
-	"net/http/httptest"
 	"net/http/httputil"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/mcp-elicit/elicit/examples/billing"
 )
-
-// pgSchemaDSN returns ELICIT_TEST_POSTGRES_DSN pointed (search_path) at a
-// new empty schema that is dropped when the test ends, or skips the test.
-func pgSchemaDSN(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv("ELICIT_TEST_POSTGRES_DSN")
-	if dsn == "" {
-		t.Skip("set ELICIT_TEST_POSTGRES_DSN (e.g. postgres://postgres@127.0.0.1:5433/postgres?sslmode=disable) to run the PostgreSQL tests")
-	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	defer conn.Close(ctx)
-	b := make([]byte, 8)
-	rand.Read(b)
-	schema := "elicitd_test_" + hex.EncodeToString(b)
-	if _, err := conn.Exec(ctx, `CREATE SCHEMA `+schema); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(context.Background(), dsn)
-		if err != nil {
-			t.Errorf("connect: %v", err)
-			return
-		}
-		defer conn.Close(context.Background())
-		if _, err := conn.Exec(context.Background(), `DROP SCHEMA `+schema+` CASCADE`); err != nil {
-			t.Errorf("drop schema: %v", err)
-		}
-	})
-	u, err := url.Parse(dsn)
-	if err != nil || !isPostgresURL(dsn) {
-		t.Fatalf("ELICIT_TEST_POSTGRES_DSN must be a postgres:// URL")
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
 
 // roundRobin is a reverse proxy that sends each request to the next
 // backend in turn; force sets which one serves the next request.
@@ -89,40 +41,9 @@ func (p *roundRobin) force(i int) { p.next.Store(int64(i)) }
 // round-robin reverse proxy: connect_billing starts through A, the page is
 // completed through B, and the retry through A succeeds.
 func TestMultiInstancePostgres(t *testing.T) {
-	dsn := pgSchemaDSN(t)
-	key := make([]byte, 32)
-	rand.Read(key)
-	keyB64 := base64.StdEncoding.EncodeToString(key)
-
-	// The proxy's address is the public URL of both instances.
-	pln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	public := "http://" + pln.Addr().String()
-	logs := &syncBuffer{}
-	proxy := &roundRobin{names: []string{"A", "B"}}
-	for range 2 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := &config{addr: ln.Addr().String(), dataDir: t.TempDir(), storeURL: dsn, masterKeyB64: keyB64, publicURL: public}
-		a, err := newApp(cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ts := &httptest.Server{Listener: ln, Config: &http.Server{Handler: a}}
-		ts.Start()
-		t.Cleanup(func() { ts.Close(); a.Close() })
-		u, _ := url.Parse(ts.URL)
-		proxy.backends = append(proxy.backends, httputil.NewSingleHostReverseProxy(u))
-	}
-	ps := &httptest.Server{Listener: pln, Config: &http.Server{Handler: proxy}}
-	ps.Start()
-	t.Cleanup(ps.Close)
-
-	e := &env{t: t, url: public, logs: logs, rec: &recorder{}}
+	// Both instances' public URL is the proxy's address.
+	re, proxy := newPGCluster(t, pgtest.SchemaDSN(t), "", "")
+	e, public := re.env, re.url
 
 	proxy.force(0) // A
 	r := e.connect(1, "alice", "")

@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"github.com/mcp-elicit/elicit/store/postgres/pgtest"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -79,7 +80,7 @@ func TestTwoProcessesSIGKILL(t *testing.T) {
 	if os.Getenv("ELICIT_TEST_POSTGRES_DSN") == "" {
 		t.Skip("set ELICIT_TEST_POSTGRES_DSN (e.g. postgres://postgres@127.0.0.1:5433/postgres?sslmode=disable) to run the two-process PostgreSQL test")
 	}
-	dsn := pgSchemaDSN(t)
+	dsn := pgtest.SchemaDSN(t)
 
 	bin := filepath.Join(t.TempDir(), "elicitd")
 	build := exec.Command("go", "build", "-o", bin, ".")

@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"github.com/mcp-elicit/elicit/store/postgres/pgtest"
 	"strings"
 	"testing"
 
@@ -20,7 +21,7 @@ func stateKeyB64() string {
 // retired) refuses it with the opaque -32602; what [new, old] seals opens
 // on [new].
 func TestStateKeyRotationPostgres(t *testing.T) {
-	dsn := pgSchemaDSN(t)
+	dsn := pgtest.SchemaDSN(t)
 	oldKey, newKey := "old:"+stateKeyB64(), "new:"+stateKeyB64()
 	e, proxy := newPGCluster(t, dsn, oldKey, newKey+","+oldKey, newKey)
 	const A, B, C = 0, 1, 2

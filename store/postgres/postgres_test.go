@@ -2,79 +2,18 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"net/url"
-	"os"
-	"strings"
 	"sync"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/mcp-elicit/elicit/store"
+	"github.com/mcp-elicit/elicit/store/postgres/pgtest"
 	"github.com/mcp-elicit/elicit/store/storetest"
 )
 
-// testDSN returns ELICIT_TEST_POSTGRES_DSN or skips the test.
-func testDSN(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv("ELICIT_TEST_POSTGRES_DSN")
-	if dsn == "" {
-		t.Skip("set ELICIT_TEST_POSTGRES_DSN (e.g. postgres://postgres@127.0.0.1:5433/postgres?sslmode=disable) to run the PostgreSQL tests")
-	}
-	return dsn
-}
-
-// freshSchema creates an empty schema, drops it when the test ends, and
-// returns dsn with search_path set to it, so every store starts empty.
-func freshSchema(t *testing.T, dsn string) string {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	defer conn.Close(ctx)
-	b := make([]byte, 8)
-	rand.Read(b)
-	schema := "elicit_test_" + hex.EncodeToString(b)
-	if _, err := conn.Exec(ctx, `CREATE SCHEMA `+schema); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(context.Background(), dsn)
-		if err != nil {
-			t.Errorf("connect: %v", err)
-			return
-		}
-		defer conn.Close(context.Background())
-		if _, err := conn.Exec(context.Background(), `DROP SCHEMA `+schema+` CASCADE`); err != nil {
-			t.Errorf("drop schema: %v", err)
-		}
-	})
-	return withParam(t, dsn, "search_path", schema)
-}
-
-func withParam(t *testing.T, dsn, key, value string) string {
-	t.Helper()
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q := u.Query()
-		q.Set(key, value)
-		u.RawQuery = q.Encode()
-		return u.String()
-	}
-	return dsn + " " + key + "=" + value
-}
-
 func TestContract(t *testing.T) {
-	dsn := testDSN(t)
+	dsn := pgtest.DSN(t)
 	storetest.Run(t, func(t *testing.T) store.Store {
-		s, err := Open(context.Background(), freshSchema(t, dsn))
+		s, err := Open(context.Background(), pgtest.FreshSchema(t, dsn))
 		if err != nil {
 			t.Fatalf("Open: %v", err)
 		}
@@ -85,7 +24,7 @@ func TestContract(t *testing.T) {
 // TestConcurrentMigration starts several instances at once against one
 // empty schema: all must open, and each migration is applied once.
 func TestConcurrentMigration(t *testing.T) {
-	dsn := freshSchema(t, testDSN(t))
+	dsn := pgtest.FreshSchema(t, pgtest.DSN(t))
 	ms, err := loadMigrations()
 	if err != nil {
 		t.Fatal(err)
