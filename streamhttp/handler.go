@@ -65,18 +65,17 @@ type Options struct {
 // Handler serves an mcpserver.Server over Streamable HTTP. It is an
 // http.Handler; mount it at the MCP endpoint path.
 type Handler struct {
-	srv     *mcpserver.Server
-	auth    auth.Authenticator
-	hosts   map[string]bool
-	anyHost bool
-	max     int64
-	log     *slog.Logger
+	srv   *mcpserver.Server
+	auth  auth.Authenticator
+	hosts hostSet
+	max   int64
+	log   *slog.Logger
 }
 
 // NewHandler returns a Handler for s.
 func NewHandler(s *mcpserver.Server, opts *Options) *Handler {
-	h := &Handler{srv: s, auth: auth.Anonymous{}, hosts: map[string]bool{}, max: DefaultMaxBodyBytes, log: slog.Default()}
-	hosts := []string{"localhost", "127.0.0.1", "::1"}
+	h := &Handler{srv: s, auth: auth.Anonymous{}, max: DefaultMaxBodyBytes, log: slog.Default()}
+	var hosts []string
 	if opts != nil {
 		if opts.Auth != nil {
 			h.auth = opts.Auth
@@ -91,12 +90,7 @@ func NewHandler(s *mcpserver.Server, opts *Options) *Handler {
 			h.log = opts.Logger
 		}
 	}
-	for _, host := range hosts {
-		if host == "*" {
-			h.anyHost = true
-		}
-		h.hosts[strings.ToLower(strings.Trim(host, "[]"))] = true
-	}
+	h.hosts = newHostSet(hosts)
 	return h
 }
 
@@ -125,7 +119,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	if len(r.Header.Values("Origin")) > 1 || !h.hostAllowed(r) {
+	if !h.hosts.allowed(r, false) {
 		writeError(w, http.StatusForbidden, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Forbidden: Host or Origin not allowed"))
 		return
 	}
@@ -333,20 +327,48 @@ func paramMatches(typ, header string, val any) bool {
 	return false
 }
 
-func (h *Handler) hostAllowed(r *http.Request) bool {
-	if h.anyHost {
+// hostSet is the set of host names accepted in Host and Origin (DNS
+// rebinding protection, HTTP-S-02).
+type hostSet struct {
+	names map[string]bool
+	any   bool
+}
+
+// newHostSet builds the set; nil means loopback names only, "*" any host.
+func newHostSet(hosts []string) hostSet {
+	if hosts == nil {
+		hosts = []string{"localhost", "127.0.0.1", "::1"}
+	}
+	hs := hostSet{names: make(map[string]bool, len(hosts))}
+	for _, host := range hosts {
+		if host == "*" {
+			hs.any = true
+		}
+		hs.names[strings.ToLower(strings.Trim(host, "[]"))] = true
+	}
+	return hs
+}
+
+// allowed checks Host and the single Origin header, if any; nullOrigin
+// accepts "Origin: null" (browser form posts from a no-referrer page).
+func (hs hostSet) allowed(r *http.Request, nullOrigin bool) bool {
+	origins := r.Header.Values("Origin")
+	if len(origins) > 1 {
+		return false
+	}
+	if hs.any {
 		return true
 	}
 	host := r.Host
 	if hn, _, err := net.SplitHostPort(host); err == nil {
 		host = hn
 	}
-	if !h.hosts[strings.ToLower(strings.Trim(host, "[]"))] {
+	if !hs.names[strings.ToLower(strings.Trim(host, "[]"))] {
 		return false
 	}
-	if origin := r.Header.Get("Origin"); origin != "" {
-		u, err := url.Parse(origin)
-		if err != nil || u.Host == "" || !h.hosts[strings.ToLower(u.Hostname())] {
+	if len(origins) == 1 && !(nullOrigin && origins[0] == "null") {
+		u, err := url.Parse(origins[0])
+		if err != nil || u.Host == "" || !hs.names[strings.ToLower(u.Hostname())] {
 			return false
 		}
 	}
@@ -460,16 +482,10 @@ func (s *streamWriter) finish(resp *jsonrpc.Response) {
 // endpoint it lets "Origin: null" through, for browser form posts. hosts are as in
 // Options.AllowedHosts (nil means loopback names only).
 func AllowHosts(hosts []string, next http.Handler) http.Handler {
-	h := NewHandler(nil, &Options{AllowedHosts: hosts})
+	hs := newHostSet(hosts)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		origins := r.Header.Values("Origin")
-		if len(origins) == 1 && origins[0] == "null" {
-			// Browsers send "null" on a same-origin form post from a
-			// no-referrer page; the pages check Sec-Fetch-Site themselves.
-			r = r.Clone(r.Context())
-			r.Header.Del("Origin")
-		}
-		if len(origins) > 1 || !h.hostAllowed(r) {
+		// "Origin: null" passes here; the pages check Sec-Fetch-Site themselves.
+		if !hs.allowed(r, true) {
 			http.Error(w, "Forbidden: Host or Origin not allowed", http.StatusForbidden)
 			return
 		}
