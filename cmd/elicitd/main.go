@@ -16,6 +16,9 @@
 // ELICIT_MASTER_KEY. ELICIT_STATE_KEYS (id:base64,... — the first seals)
 // replaces the derived requestState key with a ring that can be rotated.
 //
+// Settings come from flags, ELICIT_* environment variables and an optional
+// --config JSON file (config.go; elicitd --help lists them all).
+//
 // Authentication is the demo bearer scheme (the token is the user name),
 // which is only safe on loopback: a non-loopback --addr needs
 // --insecure-demo-auth.
@@ -58,68 +61,11 @@ import (
 // version is stamped by the build; "dev" otherwise.
 var version = "dev"
 
-type config struct {
-	addr             string
-	dataDir          string
-	storeURL         string // "" = SQLite in dataDir; else a postgres:// URL
-	masterKeyB64     string // ELICIT_MASTER_KEY; "" = the key file in dataDir
-	stateKeys        string // ELICIT_STATE_KEYS; "" = one key derived from the master key
-	publicURL        string
-	insecureDemoAuth bool
-	logLevel         slog.Level
-	now              func() time.Time // nil = time.Now; tests inject a clock
-}
-
 func main() {
-	if err := run(os.Args[1:], os.Stderr); err != nil {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "elicitd:", err)
 		os.Exit(1)
 	}
-}
-
-func parseFlags(args []string, stderr io.Writer) (*config, error) {
-	fs := flag.NewFlagSet("elicitd", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfg := &config{}
-	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:3000", "listen address host:port")
-	fs.StringVar(&cfg.dataDir, "data", "./elicitd-data", "data directory (SQLite store, keys)")
-	fs.StringVar(&cfg.storeURL, "store", "", "store: empty for SQLite in --data, or a PostgreSQL URL postgres://user@host/db")
-	fs.StringVar(&cfg.publicURL, "public-url", "", "URL users' browsers reach this server at (default http://<addr>)")
-	fs.BoolVar(&cfg.insecureDemoAuth, "insecure-demo-auth", false, "allow demo bearer auth (token = user name) on a non-loopback address")
-	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
-	}
-	if err := cfg.logLevel.UnmarshalText([]byte(*level)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
-	}
-	host, _, err := net.SplitHostPort(cfg.addr)
-	if err != nil {
-		return nil, fmt.Errorf("--addr: %w", err)
-	}
-	if !isLoopback(host) && !cfg.insecureDemoAuth {
-		return nil, fmt.Errorf("--addr %s is not a loopback address: demo auth lets anyone claim any user; pass --insecure-demo-auth to accept that", cfg.addr)
-	}
-	if cfg.storeURL != "" && !isPostgresURL(cfg.storeURL) {
-		return nil, fmt.Errorf("--store must be a postgres:// or postgresql:// URL (or empty for SQLite in --data)")
-	}
-	cfg.masterKeyB64 = os.Getenv(masterKeyEnv)
-	cfg.stateKeys = os.Getenv(stateKeysEnv)
-	if _, err := parseStateKeys(cfg.stateKeys); err != nil {
-		return nil, err
-	}
-	if cfg.publicURL == "" {
-		cfg.publicURL = "http://" + cfg.addr
-	}
-	u, err := url.Parse(cfg.publicURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
-		return nil, fmt.Errorf("--public-url must be an http(s) origin such as https://mcp.example.com")
-	}
-	cfg.publicURL = strings.TrimSuffix(cfg.publicURL, "/")
-	return cfg, nil
 }
 
 // masterKeyEnv names the environment variable that supplies the vault
@@ -213,7 +159,9 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func run(args []string, stderr io.Writer) error {
+// run is elicitd: the keys command, or the server until SIGTERM/SIGINT.
+// Audit records written to "-" go to stdout, everything else to stderr.
+func run(args []string, stdout, stderr io.Writer) error {
 	cfg, err := parseFlags(args, stderr)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -234,9 +182,9 @@ func run(args []string, stderr io.Writer) error {
 	}
 	srv := &http.Server{
 		Handler:           app,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: cfg.readHeaderTimeout,
+		ReadTimeout:       cfg.readTimeout,
+		IdleTimeout:       cfg.idleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
@@ -244,7 +192,7 @@ func run(args []string, stderr io.Writer) error {
 	defer stop()
 	go app.sweepLoop(ctx, 5*time.Minute, logger)
 	logger.Info("elicitd listening", "addr", ln.Addr().String(), "mcp", cfg.publicURL+"/mcp", "pages", cfg.publicURL+"/ui/", "data", cfg.dataDir, "store", storeName(cfg), "version", version)
-	return serve.Run(ctx, srv, ln, logger)
+	return serve.RunFor(ctx, srv, ln, logger, cfg.shutdownTimeout)
 }
 
 // app is elicitd's whole HTTP surface: /mcp, /ui/, /healthz.

@@ -5,6 +5,7 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,10 +15,16 @@ import (
 // ShutdownTimeout bounds how long in-flight requests get to finish.
 const ShutdownTimeout = 10 * time.Second
 
-// Run serves srv on ln until ctx is done (then shuts down, waiting at most
-// ShutdownTimeout for in-flight requests) or the server fails. It returns
-// nil after a clean shutdown.
+// Run is RunFor with ShutdownTimeout.
 func Run(ctx context.Context, srv *http.Server, ln net.Listener, logger *slog.Logger) error {
+	return RunFor(ctx, srv, ln, logger, ShutdownTimeout)
+}
+
+// RunFor serves srv on ln until ctx is done or the server fails. When ctx
+// is done it stops accepting, lets in-flight requests finish for at most
+// shutdownTimeout, and returns nil if they all did (an error wrapping
+// context.DeadlineExceeded if some were cut off).
+func RunFor(ctx context.Context, srv *http.Server, ln net.Listener, logger *slog.Logger, shutdownTimeout time.Duration) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -26,10 +33,10 @@ func Run(ctx context.Context, srv *http.Server, ln net.Listener, logger *slog.Lo
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return err
+		return fmt.Errorf("shutdown: in-flight requests did not finish within %v: %w", shutdownTimeout, err)
 	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return err

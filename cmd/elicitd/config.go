@@ -1,0 +1,332 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// config is elicitd's resolved configuration. Every field but now comes
+// from one setting in settings (flag > ELICIT_* environment > --config
+// file > default).
+type config struct {
+	configFile        string // --config; "" = none
+	addr              string
+	dataDir           string
+	storeURL          string // "" = SQLite in dataDir; else a postgres:// URL
+	masterKeyB64      string // ELICIT_MASTER_KEY; "" = the key file in dataDir
+	stateKeys         string // ELICIT_STATE_KEYS; "" = one key derived from the master key
+	publicURL         string
+	insecureDemoAuth  bool
+	logLevel          slog.Level
+	readHeaderTimeout time.Duration
+	readTimeout       time.Duration
+	idleTimeout       time.Duration
+	shutdownTimeout   time.Duration
+	now               func() time.Time // nil = time.Now; tests inject a clock
+}
+
+// setting is one configuration setting. Its flag is --name, its
+// environment variable env (ELICIT_ + NAME in upper case with _ for -,
+// unless given), its --config file key name. Settings with envOnly hold
+// secrets: no flag (it would show in ps) and no file key.
+type setting struct {
+	name    string
+	env     string // "" = ELICIT_<NAME>
+	def     string // default, as it would be written on the command line
+	defDoc  string // default as documented, when def is not self-explanatory
+	usage   string // one line: --help and the README table
+	isBool  bool
+	envOnly bool
+	noFile  bool // not a --config file key (only --config itself)
+	apply   func(c *config, v string) error
+}
+
+func (s *setting) envName() string {
+	if s.env != "" {
+		return s.env
+	}
+	return "ELICIT_" + strings.ToUpper(strings.ReplaceAll(s.name, "-", "_"))
+}
+
+func (s *setting) defaultText() string {
+	if s.defDoc != "" {
+		return s.defDoc
+	}
+	return s.def
+}
+
+// settings lists every setting in --help and README order. Another file
+// adds its own with addSettings in an init func, so a new feature's
+// settings live next to its code.
+var settings = []setting{
+	{name: "config", def: "", usage: "JSON file of settings (keys are flag names; unknown keys are refused)", noFile: true,
+		apply: func(c *config, v string) error { c.configFile = v; return nil }},
+	{name: "addr", def: "127.0.0.1:3000", usage: "listen address host:port",
+		apply: func(c *config, v string) error { c.addr = v; return nil }},
+	{name: "data", def: "./elicitd-data", usage: "data directory (SQLite store, master.key)",
+		apply: func(c *config, v string) error { c.dataDir = v; return nil }},
+	{name: "store", def: "", defDoc: "SQLite in --data", usage: "PostgreSQL URL postgres://user@host/db shared by several instances",
+		apply: func(c *config, v string) error { c.storeURL = v; return nil }},
+	{name: "public-url", def: "", defDoc: "http://<addr>", usage: "origin users' browsers reach this server at",
+		apply: func(c *config, v string) error { c.publicURL = v; return nil }},
+	{name: "insecure-demo-auth", def: "false", isBool: true, usage: "allow demo bearer auth (token = user name) on a non-loopback address",
+		apply: func(c *config, v string) (err error) { c.insecureDemoAuth, err = strconv.ParseBool(v); return err }},
+	{name: "log-level", def: "info", usage: "operational log level: debug, info, warn, error",
+		apply: func(c *config, v string) error { return c.logLevel.UnmarshalText([]byte(v)) }},
+	{name: "read-header-timeout", def: "10s", usage: "time to read a request's headers",
+		apply: durationSetter(func(c *config) *time.Duration { return &c.readHeaderTimeout })},
+	{name: "read-timeout", def: "30s", usage: "time to read a whole request, body included",
+		apply: durationSetter(func(c *config) *time.Duration { return &c.readTimeout })},
+	{name: "idle-timeout", def: "2m", usage: "how long an idle keep-alive connection stays open",
+		apply: durationSetter(func(c *config) *time.Duration { return &c.idleTimeout })},
+	{name: "shutdown-timeout", def: "10s", usage: "on SIGTERM/SIGINT, how long in-flight requests get to finish",
+		apply: durationSetter(func(c *config) *time.Duration { return &c.shutdownTimeout })},
+	{name: "master-key", env: masterKeyEnv, envOnly: true, def: "", defDoc: "master.key in --data", usage: "vault master key, 32 bytes in standard base64; same on every instance",
+		apply: func(c *config, v string) error { c.masterKeyB64 = v; return nil }},
+	{name: "state-keys", env: stateKeysEnv, envOnly: true, def: "", defDoc: "one key derived from the master key", usage: "requestState key ring id:base64,... (the first seals, all open)",
+		apply: func(c *config, v string) error { c.stateKeys = v; return nil }},
+}
+
+// addSettings appends settings (from another file's init func).
+func addSettings(s ...setting) { settings = append(settings, s...) }
+
+func durationSetter(field func(*config) *time.Duration) func(*config, string) error {
+	return func(c *config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return err
+		}
+		if d <= 0 {
+			return errors.New("must be positive")
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
+// flagValue records a flag's text and whether it was given.
+type flagValue struct {
+	set    bool
+	value  string
+	isBool bool
+}
+
+func (f *flagValue) String() string   { return f.value }
+func (f *flagValue) IsBoolFlag() bool { return f.isBool }
+func (f *flagValue) Set(v string) error {
+	if f.isBool {
+		if _, err := strconv.ParseBool(v); err != nil {
+			return err
+		}
+	}
+	f.set, f.value = true, v
+	return nil
+}
+
+// parseFlags resolves the configuration from args, the process
+// environment and the --config file.
+func parseFlags(args []string, stderr io.Writer) (*config, error) {
+	return loadConfig(args, os.Getenv, stderr)
+}
+
+// loadConfig resolves every setting: flag, else a non-empty environment
+// variable, else the --config file, else the default; then checks the
+// whole.
+func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*config, error) {
+	fs := flag.NewFlagSet("elicitd", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { writeUsage(stderr) }
+	values := make([]*flagValue, len(settings))
+	for i := range settings {
+		s := &settings[i]
+		values[i] = &flagValue{isBool: s.isBool, value: s.def}
+		if !s.envOnly {
+			fs.Var(values[i], s.name, s.usage)
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %s (see elicitd --help)", strings.Join(fs.Args(), " "))
+	}
+	// --config first: the file is the lowest layer but names itself.
+	configFile := ""
+	if values[0].set {
+		configFile = values[0].value
+	} else {
+		configFile = getenv(settings[0].envName())
+	}
+	var file map[string]string
+	if configFile != "" {
+		data, err := os.ReadFile(configFile)
+		if err != nil {
+			return nil, fmt.Errorf("--config: %w", err)
+		}
+		if file, err = parseConfigFile(data); err != nil {
+			return nil, fmt.Errorf("--config %s: %w", configFile, err)
+		}
+	}
+	cfg := &config{}
+	for i := range settings {
+		s := &settings[i]
+		v, from := s.def, "default"
+		if fv, ok := file[s.name]; ok {
+			v, from = fv, "--config "+configFile
+		}
+		if ev := getenv(s.envName()); ev != "" {
+			v, from = ev, s.envName()
+		}
+		if values[i].set {
+			v, from = values[i].value, "--"+s.name
+		}
+		if err := s.apply(cfg, v); err != nil {
+			if s.envOnly || from == s.envName() {
+				return nil, fmt.Errorf("%s: %w", s.envName(), err)
+			}
+			return nil, fmt.Errorf("--%s (from %s): %w", s.name, from, err)
+		}
+	}
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// check validates the settings together and fills derived defaults.
+func (cfg *config) check() error {
+	host, _, err := net.SplitHostPort(cfg.addr)
+	if err != nil {
+		return fmt.Errorf("--addr: %w", err)
+	}
+	if !isLoopback(host) && !cfg.insecureDemoAuth {
+		return fmt.Errorf("--addr %s is not a loopback address: demo auth lets anyone claim any user; pass --insecure-demo-auth to accept that", cfg.addr)
+	}
+	if cfg.storeURL != "" && !isPostgresURL(cfg.storeURL) {
+		return fmt.Errorf("--store must be a postgres:// or postgresql:// URL (or empty for SQLite in --data)")
+	}
+	if _, err := parseStateKeys(cfg.stateKeys); err != nil {
+		return err
+	}
+	if cfg.publicURL == "" {
+		cfg.publicURL = "http://" + cfg.addr
+	}
+	u, err := url.Parse(cfg.publicURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		return fmt.Errorf("--public-url must be an http(s) origin such as https://mcp.example.com")
+	}
+	cfg.publicURL = strings.TrimSuffix(cfg.publicURL, "/")
+	return nil
+}
+
+// parseConfigFile decodes a --config file: one JSON object whose keys are
+// setting names (flag names without --) and whose values are strings, or
+// booleans for on/off settings. Unknown or repeated keys, other value
+// types, and env-only settings (secrets) are refused.
+func parseConfigFile(data []byte) (map[string]string, error) {
+	var raw map[string]jsontext.Value
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, err
+	}
+	if raw == nil {
+		return nil, errors.New("want a JSON object")
+	}
+	out := make(map[string]string, len(raw))
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		i := slices.IndexFunc(settings, func(s setting) bool { return s.name == k })
+		if i < 0 {
+			return nil, fmt.Errorf("unknown setting %q", k)
+		}
+		s := &settings[i]
+		if s.envOnly || s.noFile {
+			return nil, fmt.Errorf("setting %q cannot be set in a config file (use %s)", k, s.envName())
+		}
+		v := raw[k]
+		switch v.Kind() {
+		case '"':
+			var str string
+			if err := json.Unmarshal(v, &str); err != nil {
+				return nil, fmt.Errorf("%q: %w", k, err)
+			}
+			out[k] = str
+		case 't', 'f':
+			if !s.isBool {
+				return nil, fmt.Errorf("%q: want a string", k)
+			}
+			out[k] = strconv.FormatBool(v.Kind() == 't')
+		default:
+			if s.isBool {
+				return nil, fmt.Errorf("%q: want true or false", k)
+			}
+			return nil, fmt.Errorf("%q: want a string", k)
+		}
+	}
+	return out, nil
+}
+
+// writeUsage prints elicitd --help: the commands, then every setting with
+// its flag, environment variable and default.
+func writeUsage(w io.Writer) {
+	var b bytes.Buffer
+	b.WriteString(`Usage:
+  elicitd [flags]   serve MCP on --addr until SIGTERM or SIGINT
+
+Each setting is a flag, an environment variable, or a key of the --config
+JSON file; a flag wins over the environment, which wins over the file.
+
+`)
+	for i := range settings {
+		s := &settings[i]
+		if s.envOnly {
+			fmt.Fprintf(&b, "  (environment only)\n")
+		} else if s.isBool {
+			fmt.Fprintf(&b, "  --%s\n", s.name)
+		} else {
+			fmt.Fprintf(&b, "  --%s VALUE\n", s.name)
+		}
+		fmt.Fprintf(&b, "        %s\n        env %s", s.usage, s.envName())
+		if d := s.defaultText(); d != "" {
+			fmt.Fprintf(&b, "; default %s", d)
+		}
+		b.WriteString("\n")
+	}
+	_, _ = w.Write(b.Bytes())
+}
+
+// settingsTable is the README's configuration table, generated from
+// settings (a test keeps the README equal to it).
+func settingsTable() string {
+	var b strings.Builder
+	b.WriteString("| Flag | Environment | Default | Meaning |\n|---|---|---|---|\n")
+	for i := range settings {
+		s := &settings[i]
+		flagCol := "—"
+		if !s.envOnly {
+			flagCol = "`--" + s.name + "`"
+		}
+		def := s.defaultText()
+		switch {
+		case def == "":
+			def = "none"
+		case !strings.Contains(def, " "):
+			def = "`" + def + "`"
+		}
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %s |\n", flagCol, s.envName(), def, s.usage)
+	}
+	return b.String()
+}

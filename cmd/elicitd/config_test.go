@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "elicitd.json")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestConfigPrecedence: flag > environment > file > default, per setting.
+func TestConfigPrecedence(t *testing.T) {
+	file := writeConfig(t, `{"addr": "127.0.0.1:4001", "log-level": "warn", "idle-timeout": "5m", "data": "/from/file", "insecure-demo-auth": true}`)
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want func(*config) bool
+	}{
+		{"defaults", nil, nil, func(c *config) bool {
+			return c.addr == "127.0.0.1:3000" && c.idleTimeout == 2*time.Minute && c.readHeaderTimeout == 10*time.Second && !c.insecureDemoAuth
+		}},
+		{"file over default", []string{"--config", file}, nil, func(c *config) bool {
+			return c.addr == "127.0.0.1:4001" && c.dataDir == "/from/file" && c.idleTimeout == 5*time.Minute && c.insecureDemoAuth && c.publicURL == "http://127.0.0.1:4001"
+		}},
+		{"config named by env", nil, map[string]string{"ELICIT_CONFIG": file}, func(c *config) bool { return c.addr == "127.0.0.1:4001" }},
+		{"env over file", []string{"--config", file}, map[string]string{"ELICIT_ADDR": "127.0.0.1:4002", "ELICIT_IDLE_TIMEOUT": "7s"}, func(c *config) bool {
+			return c.addr == "127.0.0.1:4002" && c.idleTimeout == 7*time.Second && c.dataDir == "/from/file"
+		}},
+		{"flag over env", []string{"--config", file, "--addr", "127.0.0.1:4003", "--insecure-demo-auth=false"}, map[string]string{"ELICIT_ADDR": "127.0.0.1:4002"}, func(c *config) bool {
+			return c.addr == "127.0.0.1:4003" && !c.insecureDemoAuth
+		}},
+		{"empty env is unset", nil, map[string]string{"ELICIT_ADDR": ""}, func(c *config) bool { return c.addr == "127.0.0.1:3000" }},
+		{"env-only secrets", nil, map[string]string{"ELICIT_MASTER_KEY": "abc", "ELICIT_STATE_KEYS": "k9:" + stateKeyB64()}, func(c *config) bool {
+			return c.masterKeyB64 == "abc" && strings.HasPrefix(c.stateKeys, "k9:")
+		}},
+		{"timeouts", []string{"--read-header-timeout", "3s", "--shutdown-timeout", "1m", "--read-timeout", "4s"}, nil, func(c *config) bool {
+			return c.readHeaderTimeout == 3*time.Second && c.shutdownTimeout == time.Minute && c.readTimeout == 4*time.Second
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := loadConfig(tt.args, func(k string) string { return tt.env[k] }, &bytes.Buffer{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.want(cfg) {
+				t.Fatalf("config = %+v", cfg)
+			}
+		})
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		file    string
+		wantErr string
+	}{
+		{"unknown file key", nil, nil, `{"adr": "127.0.0.1:1"}`, `unknown setting "adr"`},
+		{"repeated file key", nil, nil, `{"addr": "127.0.0.1:1", "addr": "127.0.0.1:2"}`, "duplicate"},
+		{"secret in file", nil, nil, `{"master-key": "x"}`, "ELICIT_MASTER_KEY"},
+		{"number value", nil, nil, `{"addr": 3000}`, `"addr": want a string`},
+		{"bool for string", nil, nil, `{"addr": true}`, `"addr": want a string`},
+		{"string for bool", nil, nil, `{"insecure-demo-auth": "yes"}`, "insecure-demo-auth"},
+		{"not an object", nil, nil, `[]`, "json"},
+		{"null", nil, nil, `null`, "want a JSON object"},
+		{"trailing garbage", nil, nil, `{} {}`, "json"},
+		{"bad duration env", nil, map[string]string{"ELICIT_IDLE_TIMEOUT": "soon"}, "", "ELICIT_IDLE_TIMEOUT"},
+		{"negative duration", []string{"--read-header-timeout", "-1s"}, nil, "", "--read-header-timeout"},
+		{"bad duration in file", nil, nil, `{"idle-timeout": "x"}`, "--idle-timeout (from --config"},
+		{"bad bool env", nil, map[string]string{"ELICIT_INSECURE_DEMO_AUTH": "maybe"}, "", "ELICIT_INSECURE_DEMO_AUTH"},
+		{"missing file", []string{"--config", "/nonexistent/elicitd.json"}, nil, "", "--config"},
+		{"non-loopback from env", nil, map[string]string{"ELICIT_ADDR": "0.0.0.0:3000"}, "", "--insecure-demo-auth"},
+		{"bad log level", []string{"--log-level", "loud"}, nil, "", "--log-level"},
+		{"extra argument", []string{"serve"}, nil, "", "unexpected arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := tt.args
+			if tt.file != "" {
+				args = append([]string{"--config", writeConfig(t, tt.file)}, args...)
+			}
+			_, err := loadConfig(args, func(k string) string { return tt.env[k] }, &bytes.Buffer{})
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestHelpMatchesReadme: elicitd --help names every setting with its
+// environment variable, default and meaning, and the README's table is
+// the one generated from the same list, so neither can drift.
+func TestHelpMatchesReadme(t *testing.T) {
+	var help bytes.Buffer
+	if _, err := loadConfig([]string{"--help"}, func(string) string { return "" }, &help); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("--help: %v", err)
+	}
+	for _, s := range settings {
+		for _, want := range []string{s.usage, "env " + s.envName()} {
+			if !strings.Contains(help.String(), want) {
+				t.Errorf("--help lacks %q", want)
+			}
+		}
+		if !s.envOnly && !strings.Contains(help.String(), "--"+s.name) {
+			t.Errorf("--help lacks --%s", s.name)
+		}
+		if d := s.defaultText(); d != "" && !strings.Contains(help.String(), "default "+d) {
+			t.Errorf("--help lacks the default of %s (%s)", s.name, d)
+		}
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if table := settingsTable(); !strings.Contains(string(readme), table) {
+		t.Fatalf("README.md's configuration table differs from the settings; it should read:\n%s", table)
+	}
+}
+
+func FuzzParseConfigFile(f *testing.F) {
+	f.Add([]byte(`{"addr": "127.0.0.1:1", "insecure-demo-auth": true}`))
+	f.Add([]byte(`{"addr": 1}`))
+	f.Add([]byte(`{"x": null}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := parseConfigFile(data)
+		if err != nil {
+			return
+		}
+		for k := range m {
+			if !strings.Contains(settingsTable(), "`--"+k+"`") {
+				t.Fatalf("accepted key %q that is no flag", k)
+			}
+		}
+	})
+}
