@@ -29,6 +29,9 @@ type outgoing struct {
 	headers http.Header // Mcp-Param-*
 	// target names the tool, prompt or URI for progress callbacks.
 	target string
+	// caps, when set, replaces the client's capabilities for this request
+	// (SendRaw).
+	caps *mcp.ClientCapabilities
 }
 
 // reqParams are the params of every request this client sends; the
@@ -124,7 +127,11 @@ func (c *Client) send(ctx context.Context, out *outgoing) (json.RawMessage, erro
 func (c *Client) post(ctx context.Context, out *outgoing, version string) (json.RawMessage, error) {
 	id := c.nextID.Add(1)
 	params := out.params
-	params.Meta = &reqMeta{ProtocolVersion: version, ClientCapabilities: c.caps, ClientInfo: &c.info}
+	caps := c.caps
+	if out.caps != nil {
+		caps = *out.caps
+	}
+	params.Meta = &reqMeta{ProtocolVersion: version, ClientCapabilities: caps, ClientInfo: &c.info}
 	token := ""
 	if c.onProgress != nil {
 		token = "elicit-" + strconv.FormatInt(id, 10)
