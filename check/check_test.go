@@ -1,0 +1,216 @@
+package check
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/mcp-elicit/elicit/elicit"
+)
+
+func TestFlipChar(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		i    int
+		want string
+		ok   bool
+	}{
+		{"abc", 0, "bbc", true},
+		{"abc", 1, "aac", true},
+		{"aZz", 1, "aYz", true},
+		{"aZz", 2, "aZy", true},
+		{"a0", 1, "a1", true},
+		{"a9", 1, "a8", true},
+		{"a-b", 1, "", false},
+	} {
+		got, ok := flipChar(tc.in, tc.i)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("flipChar(%q, %d) = %q, %v; want %q, %v", tc.in, tc.i, got, ok, tc.want, tc.ok)
+		}
+	}
+	// Every flip changes the decoded bytes of a base64 and a hex state.
+	s := base64.RawURLEncoding.EncodeToString([]byte("a sealed state of some length"))
+	for _, tm := range bitFlips(s) {
+		b, err := base64.RawURLEncoding.DecodeString(tm.state)
+		if err != nil || string(b) == "a sealed state of some length" {
+			t.Errorf("%s: %q decodes to the same bytes or not at all (%v)", tm.what, tm.state, err)
+		}
+	}
+	if n := len(bitFlips(s)); n != 3 {
+		t.Errorf("%d flips, want 3", n)
+	}
+}
+
+func TestReencodings(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"ab+/cd==", []string{"ab-_cd==", "ab+/cd"}},
+		{"ab-_cd", []string{"ab+/cd", "ab-_cd=="}},
+		{"abcd", nil},
+		{"abcde", []string{"abcde==="}},
+		{"a.b~c", nil},
+	} {
+		var got []string
+		for _, r := range reencodings(tc.in) {
+			got = append(got, r.state)
+		}
+		if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("reencodings(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestSegmentSwaps(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"h.p.s", "p.h.s"},
+		{"a~b", "b~a"},
+		{"x.x.y", "x.y.x"},
+		{"plain", ""},
+	} {
+		got := ""
+		if sw := segmentSwaps(tc.in); len(sw) == 1 {
+			got = sw[0].state
+		}
+		if got != tc.want {
+			t.Errorf("segmentSwaps(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestReadableDecodings(t *testing.T) {
+	plain := base64.StdEncoding.EncodeToString([]byte(`{"u":"alice","t":"x"}`))
+	jwt := "eyJhbGciOiJIUzI1NiJ9." + base64.RawURLEncoding.EncodeToString([]byte(`{"sub":"alice"}`)) + ".c2ln"
+	sealed := base64.RawURLEncoding.EncodeToString([]byte{1, 2, 0xe9, 0x7b, 0x41, 0xd5, 0x67, 0x66, 0x74, 0xa8, 0x99, 0xff, 0xc0, 0xa1, 0xb7, 0xd8, 0x57, 0x23, 0xa2, 0x44})
+	for _, tc := range []struct {
+		name  string
+		state string
+		want  bool
+	}{
+		{"base64 JSON", plain, true},
+		{"JWT", jwt, true},
+		{"raw JSON", `{"step":2}`, true},
+		{"hex text", "7468697320697320612073746174652c20696e2074657874", true},
+		{"sealed bytes", sealed, false},
+	} {
+		got := false
+		for i, d := range decodings(tc.state) {
+			if kind, ok := readable(d); ok && (i > 0 || kind == "JSON") {
+				got = true
+			}
+		}
+		if got != tc.want {
+			t.Errorf("%s: readable %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if d := decodedJSON(plain); string(d) != `{"u":"alice","t":"x"}` {
+		t.Errorf("decodedJSON = %q", d)
+	}
+	if reencodeLike(plain, []byte(`{}`)) != base64.StdEncoding.EncodeToString([]byte(`{}`)) {
+		t.Error("reencodeLike does not keep the standard padded spelling")
+	}
+}
+
+func TestURLProblems(t *testing.T) {
+	for _, tc := range []struct {
+		url  string
+		want string // a substring of the joined problems; "" for none
+	}{
+		{"https://mcp.example.com/ui/connect?flow=9f8e7d", ""},
+		{"http://127.0.0.1:3000/ui/set_api_key?flow=ab12", ""},
+		{"http://mcp.example.com/ui/connect?flow=1", "loopback"},
+		{"https://u:p@mcp.example.com/ui", "user info"},
+		{"https://mcp.example.com/ui?access_token=abc", "looks like a credential"},
+		{"https://mcp.example.com/ui?api_key=abc", "looks like a credential"},
+		{"https://mcp.example.com/ui?code=abc", "looks like a credential"},
+		{"https://mcp.example.com/ui/alice-secret-token/connect", "the bearer token"},
+		{"https://mcp.example.com/ui?report=2026-Q2", "an argument value"},
+		{"https://mcp.example.com/ui?x=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhIn0.sig", "JWT"},
+		{"javascript:alert(1)", "absolute"},
+	} {
+		got := strings.Join(urlProblems(tc.url, []string{"alice-secret-token", "", "2026-Q2"}), "; ")
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("urlProblems(%q) = %q, want %q", tc.url, got, tc.want)
+		}
+	}
+}
+
+func TestChangeValue(t *testing.T) {
+	for _, tc := range []struct {
+		in   any
+		enum []any
+		want any
+	}{
+		{"sales", []any{"sales", "support"}, "support"},
+		{"2026-Q2", nil, "2026-Q3"},
+		{"2019", nil, "2018"},
+		{"demo", nil, "xdemo"},
+		{3.0, nil, 4.0},
+		{true, nil, false},
+	} {
+		got, ok := changeValue(tc.in, tc.enum)
+		if !ok || got != tc.want {
+			t.Errorf("changeValue(%v) = %v, %v; want %v", tc.in, got, ok, tc.want)
+		}
+	}
+	if _, ok := changeValue(nil, nil); ok {
+		t.Error("null changed")
+	}
+}
+
+func TestInvalidAnswersBreakTheSchema(t *testing.T) {
+	raw := json.RawMessage(`{"type":"object","properties":{` +
+		`"plan":{"type":"string","enum":["a","b"]},"n":{"type":"integer","minimum":1,"maximum":3},` +
+		`"mail":{"type":"string","format":"email"},"when":{"type":"string","format":"date"},` +
+		`"ok":{"type":"boolean"},"tags":{"type":"array","items":{"type":"string","enum":["x","y"]}},` +
+		`"label":{"type":"string","minLength":2,"maxLength":4}},"required":["plan","n"]}`)
+	s, err := elicit.ParseSchemaForAnswers(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(validContent(s)); err != nil {
+		t.Fatalf("the valid content is refused: %v", err)
+	}
+	bad := invalidAnswers(s)
+	if len(bad) < 14 {
+		t.Errorf("only %d invalid answers", len(bad))
+	}
+	for _, b := range bad {
+		if err := s.Validate(b.content); err == nil {
+			t.Errorf("%s: the schema accepts it", b.what)
+		}
+	}
+}
+
+func FuzzParseResult(f *testing.F) {
+	f.Add([]byte(`{"resultType":"input_required","inputRequests":{"k":{"method":"elicitation/create","params":{"mode":"url","message":"m","url":"https://x"}}},"requestState":"s"}`))
+	f.Add([]byte(`{"resultType":"complete","content":[{"type":"text","text":"t"}],"isError":true}`))
+	f.Add([]byte(`{"resultType":"other"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		o := parseResult(b)
+		_ = o.String()
+		_ = o.class()
+		if o.err == nil && !o.complete && !o.inputReq {
+			t.Fatalf("%q: neither complete, input_required nor an error", b)
+		}
+	})
+}
+
+func FuzzStateDecoding(f *testing.F) {
+	f.Add("eyJhIjoxfQ==")
+	f.Add("a.b.c")
+	f.Add("00ff")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, d := range decodings(s) {
+			_, _ = readable(d)
+		}
+		_ = decodedJSON(s)
+		for _, tm := range append(append(bitFlips(s), truncations(s)...), append(reencodings(s), segmentSwaps(s)...)...) {
+			if tm.state == s {
+				t.Fatalf("%s: %q unchanged", tm.what, s)
+			}
+		}
+	})
+}

@@ -1,0 +1,74 @@
+package check_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+
+	"github.com/mcp-elicit/elicit/auth"
+	"github.com/mcp-elicit/elicit/check"
+	"github.com/mcp-elicit/elicit/elicit"
+	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/mcpserver"
+	"github.com/mcp-elicit/elicit/reqstate"
+	"github.com/mcp-elicit/elicit/streamhttp"
+)
+
+// Checking a small server built with mcpserver: a tool that asks the
+// user's name in a form. Its state is sealed and bound, so every
+// applicable case passes; it asks nothing in URL mode and takes no
+// arguments, so those cases do not apply.
+func Example() {
+	sealer, _ := reqstate.New([]reqstate.Key{{ID: "k1", Secret: make([]byte, 32)}}, nil)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s := mcpserver.New(mcp.Implementation{Name: "greeter", Version: "1.0.0"}, &mcpserver.Options{Sealer: sealer, Logger: quiet})
+	s.AddTool(&mcp.Tool{Name: "greet", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
+			switch a := req.Elicitation("who"); a.Outcome {
+			case elicit.Accepted:
+				return mcpserver.Text(fmt.Sprintf("Hello, %s!", a.Content["name"])), nil
+			case elicit.Declined, elicit.Cancelled:
+				return mcpserver.ToolError("No name, no greeting."), nil
+			}
+			return mcpserver.Ask().ElicitForm("who", "What is your name?",
+				json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":40}},"required":["name"]}`)), nil
+		})
+	ts := httptest.NewServer(streamhttp.NewHandler(s, &streamhttp.Options{Auth: auth.DemoBearer{Realm: "example"}, Logger: quiet}))
+	defer ts.Close()
+
+	rep, err := check.Run(context.Background(), check.Config{URL: ts.URL, Tool: "greet", Token: "alice", OtherToken: "bob"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, r := range rep.Results {
+		fmt.Printf("%-24s %s\n", r.ID, r.Verdict)
+	}
+	fmt.Println("failed:", rep.Failed())
+	// Output:
+	// capability-missing-mode  pass
+	// decline                  pass
+	// cancel                   pass
+	// state-bit-flip           pass
+	// state-truncated          pass
+	// state-re-encoded         pass
+	// state-segments-swapped   not applicable
+	// state-plaintext          pass
+	// replay-other-user        pass
+	// replay-changed-arguments not applicable
+	// replay-other-tool        could not test
+	// responses-missing        pass
+	// responses-extra          pass
+	// responses-wrong-key      pass
+	// replay-completed         pass
+	// swapped-pending          not applicable
+	// form-invalid-answers     pass
+	// form-secret              pass
+	// url-safe                 not applicable
+	// url-no-login             not applicable
+	// url-accept-unfinished    not applicable
+	// failed: false
+}

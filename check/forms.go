@@ -1,0 +1,298 @@
+package check
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/mcp-elicit/elicit/elicit"
+	"github.com/mcp-elicit/elicit/mcp"
+)
+
+func (c *checker) caseFormInvalid(ctx context.Context) Result {
+	keys := c.elicitations(mcp.ElicitationModeForm)
+	if len(keys) == 0 {
+		return Result{Verdict: NotApplicable, Observed: "the tool asks no form"}
+	}
+	key := keys[0]
+	s, err := elicit.ParseSchemaForAnswers(c.first.requests[key].elicit.RequestedSchema)
+	if err != nil {
+		return Result{Verdict: CouldNotTest, Observed: "the requested schema of " + clipEscape(key, 40) + " is not a flat form schema: " + clipEscape(err.Error(), 120)}
+	}
+	if c.controlOut == nil || c.control != answerGood {
+		return Result{Verdict: CouldNotTest, Observed: "a valid form answer did not move the call on, so a refusal of an invalid one proves nothing" + strings.TrimPrefix(" ("+c.controlWhy+")", " ()")}
+	}
+	var seen []string
+	for _, bad := range invalidAnswers(s) {
+		op, why := c.startAsk(ctx, c.args)
+		if op == nil {
+			return Result{Verdict: CouldNotTest, Observed: why}
+		}
+		if _, ok := op.requests[key]; !ok {
+			return Result{Verdict: CouldNotTest, Observed: "a fresh call did not ask " + clipEscape(key, 40) + " again"}
+		}
+		resp := answers(op, answerGood)
+		resp[key] = acceptWith(bad.content)
+		o := c.retry(ctx, c.a, c.args, resp, op.state)
+		switch {
+		case o.err != nil:
+			return Result{Verdict: CouldNotTest, Observed: bad.what + ": " + o.String()}
+		case o.advanced(op):
+			return Result{Verdict: Fail, Observed: bad.what + ": accepted, " + o.String()}
+		}
+		seen = append(seen, bad.what+": "+o.String())
+	}
+	if len(seen) == 0 {
+		return Result{Verdict: NotApplicable, Observed: "the schema has no rule an answer can break"}
+	}
+	return Result{Verdict: Pass, Observed: fmt.Sprintf("%d invalid answers, none accepted: %s", len(seen), strings.Join(seen, "; "))}
+}
+
+func (c *checker) caseFormSecret() Result {
+	keys := c.elicitations(mcp.ElicitationModeForm)
+	if len(keys) == 0 {
+		return Result{Verdict: NotApplicable, Observed: "the tool asks no form"}
+	}
+	var checked, secret []string
+	for _, key := range keys {
+		var s struct {
+			Properties map[string]struct {
+				Title       string `json:"title"`
+				Description string `json:"description"`
+			} `json:"properties"`
+		}
+		if err := json.Unmarshal(c.first.requests[key].elicit.RequestedSchema, &s); err != nil {
+			return Result{Verdict: CouldNotTest, Observed: "the requested schema of " + clipEscape(key, 40) + " is not readable"}
+		}
+		for _, name := range sortedKeys(s.Properties) {
+			p := s.Properties[name]
+			checked = append(checked, clipEscape(name, 40))
+			for _, f := range []struct{ where, text string }{{"name", name}, {"title", p.Title}, {"description", p.Description}} {
+				if w, ok := elicit.LooksSecret(f.text); ok {
+					secret = append(secret, fmt.Sprintf("%s %q: its %s mentions %q", clipEscape(key, 40), clipEscape(name, 40), f.where, w))
+					break
+				}
+			}
+		}
+	}
+	if len(secret) > 0 {
+		return Result{Verdict: Fail, Observed: "form mode asks for a secret: " + strings.Join(secret, "; ")}
+	}
+	if len(checked) == 0 {
+		return Result{Verdict: NotApplicable, Observed: "the forms have no properties"}
+	}
+	return Result{Verdict: Pass, Observed: "properties " + strings.Join(checked, ", ") + ": none looks like a secret"}
+}
+
+// urls returns the first round's URL-mode links by key.
+func (c *checker) urls() map[string]string {
+	m := map[string]string{}
+	for _, k := range c.elicitations(mcp.ElicitationModeURL) {
+		m[k] = c.first.requests[k].elicit.URL
+	}
+	return m
+}
+
+// jwtLike matches a JSON Web Token (three base64url segments, the first a
+// JSON object).
+var jwtLike = regexp.MustCompile(`eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`)
+
+func (c *checker) caseURLSafe() Result {
+	links := c.urls()
+	if len(links) == 0 {
+		return Result{Verdict: NotApplicable, Observed: "the tool asks nothing in URL mode"}
+	}
+	var bad, ok []string
+	for _, key := range sortedKeys(links) {
+		raw := links[key]
+		probs := urlProblems(raw, append([]string{c.cfg.Token, c.cfg.OtherToken}, c.argValues()...))
+		if len(probs) > 0 {
+			bad = append(bad, clipEscape(key, 40)+": "+strings.Join(probs, "; "))
+			continue
+		}
+		ok = append(ok, clipEscape(key, 40)+": "+clipEscape(c.redact(raw), 120))
+	}
+	if len(bad) > 0 {
+		return Result{Verdict: Fail, Observed: strings.Join(bad, " | ")}
+	}
+	return Result{Verdict: Pass, Observed: strings.Join(ok, "; ") + ": https or loopback, no userinfo, no credential-looking or user data"}
+}
+
+// urlProblems lists what is unsafe about a URL-mode link: elicit.CheckURL's
+// rules (absolute, https or loopback http, no userinfo, no fragment), a
+// query parameter whose name looks like a credential, a JWT, or one of the
+// given values (tokens, argument values) anywhere in it.
+func urlProblems(raw string, values []string) []string {
+	var out []string
+	if err := elicit.CheckURL(raw); err != nil {
+		out = append(out, strings.TrimPrefix(err.Error(), elicit.ErrUnsafeURL.Error()+": "))
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return out
+	}
+	for _, name := range sortedKeys(u.Query()) {
+		if w, ok := elicit.LooksSecret(name); ok || strings.EqualFold(name, "code") || strings.EqualFold(name, "sig") {
+			if w == "" {
+				w = name
+			}
+			out = append(out, fmt.Sprintf("query parameter %q looks like a credential (%q)", clipEscape(name, 40), w))
+		}
+	}
+	decoded, _ := url.QueryUnescape(raw)
+	if jwtLike.MatchString(raw) {
+		out = append(out, "it carries a JWT")
+	}
+	for i, v := range values {
+		if len(v) < 3 {
+			continue
+		}
+		if strings.Contains(raw, v) || strings.Contains(decoded, v) {
+			what := "an argument value"
+			if i < 2 {
+				what = "the bearer token (the user)"
+			}
+			out = append(out, "it contains "+what)
+		}
+	}
+	return out
+}
+
+// sessionCookie matches cookie names that carry a signed-in session.
+var sessionCookie = regexp.MustCompile(`(?i)sess|sid|auth|login|token|jwt|remember|user`)
+
+// loginPage matches a page that asks the browser to sign in.
+var loginPage = regexp.MustCompile(`(?i)type=["']?password|name=["']?(username|user|login|email)["'\s>]|sign[ -]?in|log[ -]?in`)
+
+// successPage matches a page that says the interaction is done or signed in.
+var successPage = regexp.MustCompile(`(?i)signed in as|logged in as|successfully|is connected|you are connected|welcome back`)
+
+func (c *checker) caseURLNoLogin(ctx context.Context) Result {
+	links := c.urls()
+	if len(links) == 0 {
+		return Result{Verdict: NotApplicable, Observed: "the tool asks nothing in URL mode"}
+	}
+	key := sortedKeys(links)[0]
+	res, err := fetchNoLogin(ctx, links[key])
+	if err != nil {
+		return Result{Verdict: CouldNotTest, Observed: "fetching the link of " + clipEscape(key, 40) + ": " + clipEscape(c.redact(err.Error()), 160)}
+	}
+	obs := res.String()
+	switch {
+	case len(res.sessionCookies) > 0:
+		return Result{Verdict: Fail, Observed: obs + ": a session cookie was set without any login"}
+	case res.status == http.StatusUnauthorized || res.status == http.StatusForbidden:
+		return Result{Verdict: Pass, Observed: obs + ": refused without a login"}
+	case res.status == http.StatusOK && loginPage.MatchString(res.body):
+		return Result{Verdict: Pass, Observed: obs + ": a sign-in page"}
+	case res.status == http.StatusOK && successPage.MatchString(res.body):
+		return Result{Verdict: Fail, Observed: obs + ": a success or signed-in page without any login"}
+	}
+	return Result{Verdict: CouldNotTest, Observed: obs + ": neither a sign-in page nor a refusal; inspect it by hand"}
+}
+
+// fetched is what opening a link without cookies gave.
+type fetched struct {
+	chain          []string
+	status         int
+	body           string
+	sessionCookies []string
+	otherCookies   []string
+	leftOrigin     string
+}
+
+func (f *fetched) String() string {
+	s := "GET " + strings.Join(f.chain, " → ") + fmt.Sprintf(": HTTP %d", f.status)
+	if f.leftOrigin != "" {
+		s += ", redirect to another origin not followed (" + f.leftOrigin + ")"
+	}
+	if len(f.otherCookies) > 0 {
+		s += ", cookies set: " + strings.Join(f.otherCookies, ", ")
+	}
+	if len(f.sessionCookies) > 0 {
+		s += ", session-like cookies set: " + strings.Join(f.sessionCookies, ", ")
+	}
+	return s
+}
+
+// fetchNoLogin GETs raw with no cookie jar, following at most 5 redirects
+// and only within raw's origin, and records every cookie set on the way.
+func fetchNoLogin(ctx context.Context, raw string) (*fetched, error) {
+	start, err := url.Parse(raw)
+	if err != nil || (start.Scheme != "http" && start.Scheme != "https") {
+		return nil, fmt.Errorf("not an http(s) URL")
+	}
+	f := &fetched{}
+	cl := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	next := start
+	for hop := 0; ; hop++ {
+		f.chain = append(f.chain, next.Path)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, next.String(), nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := cl.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		for _, ck := range resp.Cookies() {
+			if ck.MaxAge < 0 || ck.Value == "" {
+				continue // a deletion
+			}
+			if sessionCookie.MatchString(ck.Name) && !strings.Contains(strings.ToLower(ck.Name), "csrf") {
+				f.sessionCookies = append(f.sessionCookies, clipEscape(ck.Name, 40))
+			} else {
+				f.otherCookies = append(f.otherCookies, clipEscape(ck.Name, 40))
+			}
+		}
+		f.status, f.body = resp.StatusCode, string(body)
+		loc := resp.Header.Get("Location")
+		if resp.StatusCode < 300 || resp.StatusCode > 399 || loc == "" || hop == 5 {
+			return f, nil
+		}
+		u, err := next.Parse(loc)
+		if err != nil {
+			return f, nil
+		}
+		if u.Scheme != start.Scheme || u.Host != start.Host {
+			f.leftOrigin = u.Scheme + "://" + u.Host
+			return f, nil
+		}
+		next = u
+	}
+}
+
+func (c *checker) caseURLUnfinished(ctx context.Context) Result {
+	if len(c.urls()) == 0 {
+		return Result{Verdict: NotApplicable, Observed: "the tool asks nothing in URL mode"}
+	}
+	op, why := c.startAsk(ctx, c.args)
+	if op == nil {
+		return Result{Verdict: CouldNotTest, Observed: why}
+	}
+	o := c.retry(ctx, c.a, c.args, answers(op, answerGood), op.state)
+	obs := "accept without opening the link: " + o.String()
+	switch {
+	case o.err != nil:
+		return Result{Verdict: CouldNotTest, Observed: obs}
+	case o.success():
+		return Result{Verdict: Fail, Observed: obs + ": consent taken as completion"}
+	case o.rpc != nil || o.complete || o.sameAsk(op):
+		return Result{Verdict: Pass, Observed: obs}
+	}
+	// A new question: fine only if no URL request of the first round was
+	// dropped as if done.
+	for k, r := range op.requests {
+		if _, again := o.requests[k]; r.mode() == mcp.ElicitationModeURL && !again {
+			return Result{Verdict: CouldNotTest, Observed: obs + ": the call went on to another question; whether the page was taken as done cannot be seen"}
+		}
+	}
+	return Result{Verdict: Pass, Observed: obs}
+}

@@ -1,0 +1,871 @@
+package check
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/mcpclient"
+)
+
+// ClientInfo is the clientInfo the checker sends.
+var ClientInfo = mcp.Implementation{Name: "elicit-check", Version: "0.1.0"}
+
+// expectations holds each case's expectation sentence.
+var expectations = map[string]string{
+	CaseCapability:        "a client that lacks the mode the tool asks in gets -32021 or an honest refusal (an error, or a question only in declared modes), never a success",
+	CaseDecline:           "declining ends the call without success, and the server does not keep asking",
+	CaseCancel:            "cancelling ends the call without success, and the server does not keep asking",
+	CaseStateBitFlip:      "a requestState with one character changed is refused (RS-S-03)",
+	CaseStateTruncated:    "a truncated requestState is refused (RS-S-03)",
+	CaseStateReencoded:    "the same requestState bytes spelled another way (base64 alphabet, padding) are refused: one spelling per state",
+	CaseStateSegments:     "a requestState with its segments swapped is refused (RS-S-03)",
+	CaseStatePlaintext:    "the requestState is sealed: it does not decode to readable JSON or text and holds neither the token nor the arguments (RS-NOTE-01)",
+	CaseReplayOtherUser:   "one user's requestState and answers, replayed under another user's token, are refused (RS-S-05, ELI-S-09)",
+	CaseReplayChangedArgs: "a requestState replayed with changed arguments is refused or the question asked afresh (RS-S-07)",
+	CaseReplayOtherTool:   "a requestState replayed against another tool is refused, or that tool asks its own question (RS-S-07)",
+	CaseResponsesMissing:  "a retry without the answers is asked again or refused, never taken as answered (MRTR-S-14)",
+	CaseResponsesExtra:    "an extra inputResponses entry is ignored (same outcome as without it) or refused (MRTR-S-13)",
+	CaseResponsesWrongKey: "answers under keys the server did not issue are not taken as the answers (MRTR-C-05)",
+	CaseReplayCompleted:   "replaying a completed retry gives the same result or a refusal, and no second effect (RS-S-08)",
+	CaseSwappedPending:    "two pending operations of one user with their states and answers swapped are refused or asked afresh",
+	CaseFormInvalid:       "form answers that break the requested schema (type, bounds, format, enum, required) are refused or asked again (ELI-S-07)",
+	CaseFormSecret:        "form mode asks for nothing that looks like a password, API key, token or card data (ELI-S-01)",
+	CaseURLSafe:           "URL-mode links are https (http only on loopback), with no userinfo, no credential-looking parameter and none of the token or argument values",
+	CaseURLNoLogin:        "opening the link with no cookies leads to a login (or a refusal), not a signed-in session or a success page (SEC-U-S-04, SEC-U-S-06)",
+	CaseURLUnfinished:     "accepting a URL-mode request without finishing the page is not a success: the server asks again or reports it incomplete",
+}
+
+// caseOrder is the order of the report.
+var caseOrder = []string{
+	CaseCapability, CaseDecline, CaseCancel,
+	CaseStateBitFlip, CaseStateTruncated, CaseStateReencoded, CaseStateSegments, CaseStatePlaintext,
+	CaseReplayOtherUser, CaseReplayChangedArgs, CaseReplayOtherTool,
+	CaseResponsesMissing, CaseResponsesExtra, CaseResponsesWrongKey,
+	CaseReplayCompleted, CaseSwappedPending,
+	CaseFormInvalid, CaseFormSecret,
+	CaseURLSafe, CaseURLNoLogin, CaseURLUnfinished,
+}
+
+// checker is one run.
+type checker struct {
+	cfg   Config
+	a, b  *mcpclient.Client
+	full  mcp.ClientCapabilities
+	args  json.RawMessage
+	tool  *mcp.Tool
+	tools []*mcp.Tool
+
+	first *outcome
+	// control is the answer whose genuine retry moved the call on, and
+	// controlOut what it got; controlWhy says why there is none.
+	control    answerKind
+	controlOut *outcome
+	controlWhy string
+	// changedArgs are other valid arguments (the call still asks), for
+	// the changed-arguments and swapped-operations cases.
+	changedArgs json.RawMessage
+	changedWhat string
+	changedWhy  string
+}
+
+// ErrConfig is wrapped by Run's errors about the Config itself.
+var ErrConfig = errors.New("check: bad configuration")
+
+// Run checks cfg.Tool on the server at cfg.URL and returns the report.
+// An error means no report could be made: a bad Config, the server
+// unreachable, or the tool not listed. A server that answers but does not
+// speak 2026-07-28 gets a report whose cases are all "could not test".
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.URL == "" || cfg.Tool == "" {
+		return nil, fmt.Errorf("%w: a URL and a tool are needed", ErrConfig)
+	}
+	args := json.RawMessage("{}")
+	if len(bytes.TrimSpace(cfg.Args)) > 0 {
+		var m map[string]any
+		if err := json.Unmarshal(cfg.Args, &m); err != nil || m == nil {
+			return nil, fmt.Errorf("%w: the arguments must be a JSON object", ErrConfig)
+		}
+		args = bytes.TrimSpace(cfg.Args)
+	}
+	newClient := func(token string) *mcpclient.Client {
+		return mcpclient.New(cfg.URL, &mcpclient.Options{HTTPClient: cfg.HTTPClient, Token: token, ClientInfo: ClientInfo})
+	}
+	c := &checker{cfg: cfg, a: newClient(cfg.Token), args: args,
+		full: mcp.ClientCapabilities{
+			Elicitation: &mcp.ElicitationCapability{Form: &mcp.Empty{}, URL: &mcp.Empty{}},
+			Sampling:    &mcp.SamplingCapability{},
+			Roots:       &mcp.RootsCapability{},
+		}}
+	if cfg.OtherToken != "" {
+		c.b = newClient(cfg.OtherToken)
+	}
+	rep := &Report{URL: cfg.URL, Tool: cfg.Tool, ProtocolVersion: mcp.ProtocolVersion}
+	if _, err := c.a.Discover(ctx); err != nil {
+		var ce *mcpclient.ConnectionError
+		if errors.As(err, &ce) || ctx.Err() != nil {
+			return nil, fmt.Errorf("check: %w", err)
+		}
+		c.allCases(rep, CouldNotTest, "server/discover failed, so the server does not speak MCP "+mcp.ProtocolVersion+" here: "+clipEscape(err.Error(), 200))
+		return c.finish(rep), nil
+	}
+	rep.Server = c.a.Server()
+	tools, err := c.a.ListTools(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("check: tools/list: %w", err)
+	}
+	c.tools = tools
+	for _, t := range tools {
+		if t.Name == cfg.Tool {
+			c.tool = t
+		}
+	}
+	if c.tool == nil {
+		return nil, fmt.Errorf("check: the server lists no tool %q", clipEscape(cfg.Tool, 80))
+	}
+	c.first = c.start(ctx, c.a, c.args, &c.full)
+	switch {
+	case c.first.err != nil || c.first.rpc != nil:
+		c.allCases(rep, CouldNotTest, "the first call failed: "+c.first.String())
+		return c.finish(rep), nil
+	case c.first.complete:
+		c.allCases(rep, NotApplicable, "the tool completed without asking for input ("+c.first.String()+"); call it with arguments or as a user for which it asks")
+		return c.finish(rep), nil
+	}
+	c.findControl(ctx)
+	c.findChangedArgs(ctx)
+	for _, id := range caseOrder {
+		res := c.run(ctx, id)
+		res.ID, res.Expectation = id, expectations[id]
+		rep.add(res)
+	}
+	return c.finish(rep), nil
+}
+
+// finish redacts the tokens from every observation.
+func (c *checker) finish(rep *Report) *Report {
+	for i := range rep.Results {
+		rep.Results[i].Observed = c.redact(rep.Results[i].Observed)
+	}
+	return rep
+}
+
+func (c *checker) redact(s string) string {
+	for _, t := range []struct{ tok, as string }{{c.cfg.Token, "<token>"}, {c.cfg.OtherToken, "<other-token>"}} {
+		if t.tok != "" {
+			s = strings.ReplaceAll(s, t.tok, t.as)
+		}
+	}
+	return s
+}
+
+func (c *checker) allCases(rep *Report, v Verdict, why string) {
+	for _, id := range caseOrder {
+		rep.add(Result{ID: id, Expectation: expectations[id], Observed: why, Verdict: v})
+	}
+}
+
+func (c *checker) run(ctx context.Context, id string) Result {
+	switch id {
+	case CaseCapability:
+		return c.caseCapability(ctx)
+	case CaseDecline:
+		return c.caseRefusal(ctx, answerDecline)
+	case CaseCancel:
+		return c.caseRefusal(ctx, answerCancel)
+	case CaseStateBitFlip:
+		return c.caseTamper(ctx, bitFlips, "the state has no letter or digit to change")
+	case CaseStateTruncated:
+		return c.caseTamper(ctx, truncations, "the state is too short to cut")
+	case CaseStateReencoded:
+		return c.caseTamper(ctx, reencodings, "the state has no other spelling (no base64 alphabet or padding marks)")
+	case CaseStateSegments:
+		return c.caseTamper(ctx, segmentSwaps, "the state has no separated segments")
+	case CaseStatePlaintext:
+		return c.casePlaintext(ctx)
+	case CaseReplayOtherUser:
+		return c.caseOtherUser(ctx)
+	case CaseReplayChangedArgs:
+		return c.caseChangedArgs(ctx)
+	case CaseReplayOtherTool:
+		return c.caseOtherTool(ctx)
+	case CaseResponsesMissing:
+		return c.caseMissing(ctx)
+	case CaseResponsesExtra:
+		return c.caseExtra(ctx)
+	case CaseResponsesWrongKey:
+		return c.caseWrongKey(ctx)
+	case CaseReplayCompleted:
+		return c.caseReplayCompleted(ctx)
+	case CaseSwappedPending:
+		return c.caseSwapped(ctx)
+	case CaseFormInvalid:
+		return c.caseFormInvalid(ctx)
+	case CaseFormSecret:
+		return c.caseFormSecret()
+	case CaseURLSafe:
+		return c.caseURLSafe()
+	case CaseURLNoLogin:
+		return c.caseURLNoLogin(ctx)
+	case CaseURLUnfinished:
+		return c.caseURLUnfinished(ctx)
+	}
+	return Result{Verdict: CouldNotTest, Observed: "unknown case"}
+}
+
+// start makes a first call of a new operation.
+func (c *checker) start(ctx context.Context, cl *mcpclient.Client, args json.RawMessage, caps *mcp.ClientCapabilities) *outcome {
+	return do(ctx, call{client: cl, tool: c.cfg.Tool, args: args, caps: caps})
+}
+
+// startAsk starts an operation that must ask; the string says why not.
+func (c *checker) startAsk(ctx context.Context, args json.RawMessage) (*outcome, string) {
+	op := c.start(ctx, c.a, args, &c.full)
+	if !op.inputReq || len(op.requests) == 0 {
+		return nil, "a fresh call did not ask for input: " + op.String()
+	}
+	return op, ""
+}
+
+// retry sends the retry of op with the given answers and state.
+func (c *checker) retry(ctx context.Context, cl *mcpclient.Client, args json.RawMessage, responses map[string]json.RawMessage, state *string) *outcome {
+	return do(ctx, call{client: cl, tool: c.cfg.Tool, args: args, caps: &c.full, responses: responses, state: state})
+}
+
+// genuine is op's retry with the control answers and op's own state.
+func (c *checker) genuine(ctx context.Context, op *outcome, args json.RawMessage) *outcome {
+	return c.retry(ctx, c.a, args, answers(op, c.control), op.state)
+}
+
+// findControl finds the answer whose genuine retry moves the call on:
+// accept first, then decline, then cancel. Refusals of altered requests
+// are evidence only when the unaltered request was accepted.
+func (c *checker) findControl(ctx context.Context) {
+	var tried []string
+	for _, k := range []answerKind{answerGood, answerDecline, answerCancel} {
+		op, why := c.startAsk(ctx, c.args)
+		if op == nil {
+			c.controlWhy = why
+			return
+		}
+		r := c.genuine0(ctx, op, k)
+		if r.complete || r.advanced(op) {
+			c.control, c.controlOut = k, r
+			return
+		}
+		tried = append(tried, k.String()+" → "+r.String())
+	}
+	c.controlWhy = "no genuine answer moved the call on (" + strings.Join(tried, "; ") + "), so a refusal of an altered retry cannot be told from a normal one"
+}
+
+func (c *checker) genuine0(ctx context.Context, op *outcome, k answerKind) *outcome {
+	return c.retry(ctx, c.a, c.args, answers(op, k), op.state)
+}
+
+// accepted reports whether o is what the control got, or moved the call on.
+func (c *checker) accepted(o, op *outcome) bool {
+	return o.err == nil && (o.class() == c.controlOut.class() || o.advanced(op))
+}
+
+// refused reports whether o turned the retry down: an error, the same
+// question again, or an isError result where the control succeeded.
+func (c *checker) refused(o, op *outcome) bool {
+	return o.rpc != nil || o.sameAsk(op) || (o.complete && o.isError && c.controlOut.success())
+}
+
+// attempt is one altered retry and what it got.
+type attempt struct {
+	what string
+	o    *outcome
+}
+
+// judge turns altered attempts on op, followed by a genuine control retry,
+// into a verdict: any accepted attempt fails; all refused with the control
+// accepted passes; anything else could not be tested.
+func (c *checker) judge(ctx context.Context, op *outcome, args json.RawMessage, attempts []attempt) Result {
+	var seen []string
+	for _, at := range attempts {
+		if c.accepted(at.o, op) {
+			return Result{Verdict: Fail, Observed: at.what + ": accepted, " + at.o.String()}
+		}
+		if !c.refused(at.o, op) {
+			return Result{Verdict: CouldNotTest, Observed: at.what + ": " + at.o.String() + ", neither a refusal nor the control's outcome"}
+		}
+		seen = append(seen, at.what+": "+at.o.String())
+	}
+	ctl := c.genuine(ctx, op, args)
+	if !c.accepted(ctl, op) {
+		return Result{Verdict: CouldNotTest, Observed: strings.Join(seen, "; ") + "; but the genuine retry afterwards was not accepted either (" + ctl.String() + "), so the refusals prove nothing"}
+	}
+	return Result{Verdict: Pass, Observed: "refused: " + strings.Join(seen, "; ") + "; the genuine retry afterwards: " + ctl.String()}
+}
+
+func (c *checker) needControl() (Result, bool) {
+	if c.controlOut == nil {
+		return Result{Verdict: CouldNotTest, Observed: c.controlWhy}, false
+	}
+	return Result{}, true
+}
+
+// elicitations returns the first round's elicitation requests by mode.
+func (c *checker) elicitations(mode string) []string {
+	var keys []string
+	for _, k := range c.first.keys() {
+		if c.first.requests[k].mode() == mode {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+func (c *checker) caseCapability(ctx context.Context) Result {
+	modes := map[string]bool{}
+	for _, r := range c.first.requests {
+		if m := r.mode(); m != "" {
+			modes[m] = true
+		}
+	}
+	if len(modes) == 0 {
+		return Result{Verdict: NotApplicable, Observed: "the tool asks no elicitation (" + c.first.String() + ")"}
+	}
+	type variant struct {
+		what string
+		caps mcp.ClientCapabilities
+	}
+	var vs []variant
+	if modes[mcp.ElicitationModeForm] {
+		vs = append(vs, variant{`elicitation {"url":{}} (no form)`, mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{URL: &mcp.Empty{}}}})
+	}
+	if modes[mcp.ElicitationModeURL] {
+		vs = append(vs, variant{`elicitation {} (form only)`, mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}}})
+	}
+	vs = append(vs, variant{"no elicitation capability", mcp.ClientCapabilities{}})
+	var seen []string
+	for _, v := range vs {
+		o := c.start(ctx, c.a, c.args, &v.caps)
+		note := v.what + ": " + o.String()
+		switch {
+		case o.err != nil:
+			return Result{Verdict: CouldNotTest, Observed: note}
+		case o.rpc != nil && o.rpc.Code == mcp.CodeMissingRequiredClientCapability:
+		case o.rpc != nil:
+			note += " (a refusal, but not -32021)"
+		case o.success():
+			return Result{Verdict: Fail, Observed: note + ": a success without the capability"}
+		case o.complete:
+			note += " (an honest refusal)"
+		default:
+			for _, k := range o.keys() {
+				r := o.requests[k]
+				if m := r.mode(); (m == mcp.ElicitationModeForm && !v.caps.ElicitationForm()) || (m == mcp.ElicitationModeURL && !v.caps.ElicitationURL()) {
+					return Result{Verdict: Fail, Observed: note + ": asked in an undeclared mode (CAP-S-01)"}
+				}
+			}
+			note += " (only declared modes)"
+		}
+		seen = append(seen, note)
+	}
+	return Result{Verdict: Pass, Observed: strings.Join(seen, "; ")}
+}
+
+// maxReasks is how many times the checker declines or cancels again
+// before calling the server's asking endless.
+const maxReasks = 3
+
+func (c *checker) caseRefusal(ctx context.Context, k answerKind) Result {
+	if len(c.elicitations(mcp.ElicitationModeForm))+len(c.elicitations(mcp.ElicitationModeURL)) == 0 {
+		return Result{Verdict: NotApplicable, Observed: "the tool asks no elicitation"}
+	}
+	op, why := c.startAsk(ctx, c.args)
+	if op == nil {
+		return Result{Verdict: CouldNotTest, Observed: why}
+	}
+	cur := op
+	for round := 0; ; round++ {
+		o := c.retry(ctx, c.a, c.args, answers(cur, k), cur.state)
+		switch {
+		case o.err != nil:
+			return Result{Verdict: CouldNotTest, Observed: o.String()}
+		case o.success():
+			return Result{Verdict: Fail, Observed: k.String() + " answered: " + o.String() + ": a success"}
+		case o.rpc != nil || o.complete:
+			obs := k.String() + ": " + o.String()
+			if round > 0 {
+				obs += fmt.Sprintf(" (after asking again %d time(s))", round)
+			}
+			return Result{Verdict: Pass, Observed: obs}
+		case !o.sameAsk(op):
+			return Result{Verdict: Fail, Observed: k.String() + ": the call went on to " + o.String()}
+		case round+1 >= maxReasks:
+			return Result{Verdict: Fail, Observed: fmt.Sprintf("%s: asked again %d times in a row (%s)", k, round+1, o.String())}
+		}
+		cur = o
+	}
+}
+
+func (c *checker) caseTamper(ctx context.Context, alter func(string) []tamper, none string) Result {
+	if c.first.state == nil {
+		return Result{Verdict: NotApplicable, Observed: "the server sent no requestState"}
+	}
+	if len(alter(*c.first.state)) == 0 {
+		return Result{Verdict: NotApplicable, Observed: none}
+	}
+	if r, ok := c.needControl(); !ok {
+		return r
+	}
+	op, why := c.startAsk(ctx, c.args)
+	if op == nil || op.state == nil {
+		return Result{Verdict: CouldNotTest, Observed: why}
+	}
+	var attempts []attempt
+	for _, t := range alter(*op.state) {
+		st := t.state
+		attempts = append(attempts, attempt{t.what, c.retry(ctx, c.a, c.args, answers(op, c.control), &st)})
+	}
+	if len(attempts) == 0 {
+		return Result{Verdict: NotApplicable, Observed: none}
+	}
+	return c.judge(ctx, op, c.args, attempts)
+}
+
+// argValues returns the string and number values of the arguments, for
+// spotting them in states and URLs (at least 3 characters).
+func (c *checker) argValues() []string {
+	var m map[string]any
+	_ = json.Unmarshal(c.args, &m)
+	var out []string
+	for _, k := range sortedKeys(m) {
+		var s string
+		switch v := m[k].(type) {
+		case string:
+			s = v
+		case float64:
+			s = strconv.FormatFloat(v, 'f', -1, 64)
+		}
+		if len(s) >= 3 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func (c *checker) casePlaintext(ctx context.Context) Result {
+	if c.first.state == nil {
+		return Result{Verdict: NotApplicable, Observed: "the server sent no requestState"}
+	}
+	s := *c.first.state
+	var found []string
+	var jsonDoc []byte
+	for i, d := range decodings(s) {
+		if kind, ok := readable(d); ok && (i > 0 || kind == "JSON") { // the state itself is text
+			found = append(found, "decodes to readable "+kind+" ("+clipEscape(c.redact(string(d)), 80)+")")
+			if kind == "JSON" && jsonDoc == nil && reencodeLike(s, d) != "" {
+				jsonDoc = d
+			}
+			break
+		}
+	}
+	for _, d := range decodings(s) {
+		for _, v := range append([]string{c.cfg.Token, c.cfg.Tool}, c.argValues()...) {
+			if len(v) >= 3 && bytes.Contains(d, []byte(v)) && !slices.Contains(found, "holds "+strconv.Quote(c.redact(v))+" verbatim") {
+				found = append(found, "holds "+strconv.Quote(c.redact(v))+" verbatim")
+			}
+		}
+	}
+	if len(found) == 0 {
+		return Result{Verdict: Pass, Observed: fmt.Sprintf("the %d-character state decodes to no readable JSON or text and holds neither the token, the tool name nor an argument value", len(s))}
+	}
+	obs := "the state " + strings.Join(found, "; ")
+	if jsonDoc != nil {
+		obs += "; " + c.forge(ctx, jsonDoc)
+	}
+	return Result{Verdict: Fail, Observed: obs}
+}
+
+// forge edits a readable JSON state — the token replaced by the other
+// user's, or else one string value changed — re-encodes it and sends it,
+// to show whether an edited state is accepted.
+func (c *checker) forge(ctx context.Context, doc []byte) string {
+	if c.controlOut == nil {
+		return "an edited state was not sent: " + c.controlWhy
+	}
+	op, why := c.startAsk(ctx, c.args)
+	if op == nil || op.state == nil {
+		return "an edited state was not sent: " + why
+	}
+	d := decodedJSON(*op.state)
+	if d == nil {
+		return "an edited state was not sent: the new state did not decode the same way"
+	}
+	cl, how := c.a, ""
+	var edited []byte
+	if c.b != nil && c.cfg.Token != "" && bytes.Contains(d, []byte(strconv.Quote(c.cfg.Token))) {
+		edited = bytes.ReplaceAll(d, []byte(strconv.Quote(c.cfg.Token)), []byte(strconv.Quote(c.cfg.OtherToken)))
+		cl, how = c.b, "the token inside replaced by the other user's and sent as the other user"
+	} else {
+		edited = bytes.Replace(d, []byte(`":"`), []byte(`":"x`), 1)
+		how = "one string value changed"
+	}
+	st := reencodeLike(*op.state, edited)
+	o := c.retry(ctx, cl, c.args, answers(op, c.control), &st)
+	if c.accepted(o, op) {
+		return "an edited state (" + how + ") was ACCEPTED: " + o.String()
+	}
+	return "an edited state (" + how + ") was refused: " + o.String()
+}
+
+// decodedJSON returns the JSON a base64 state decodes to, or nil.
+func decodedJSON(s string) []byte {
+	for _, d := range decodings(s)[1:] {
+		if kind, ok := readable(d); ok && kind == "JSON" && reencodeLike(s, d) != "" {
+			return d
+		}
+	}
+	return nil
+}
+
+func (c *checker) caseOtherUser(ctx context.Context) Result {
+	if c.first.state == nil {
+		return Result{Verdict: NotApplicable, Observed: "the server sent no requestState"}
+	}
+	if c.b == nil {
+		return Result{Verdict: NotApplicable, Observed: "no --other-token was given"}
+	}
+	if r, ok := c.needControl(); !ok {
+		return r
+	}
+	op, why := c.startAsk(ctx, c.args)
+	if op == nil {
+		return Result{Verdict: CouldNotTest, Observed: why}
+	}
+	o := c.retry(ctx, c.b, c.args, answers(op, c.control), op.state)
+	var ae *mcpclient.AuthError
+	if errors.As(o.err, &ae) {
+		return Result{Verdict: CouldNotTest, Observed: fmt.Sprintf("the other token was refused (HTTP %d)", ae.StatusCode)}
+	}
+	return c.judge(ctx, op, c.args, []attempt{{"the other user's retry with this user's state and answers", o}})
+}
+
+func (c *checker) caseChangedArgs(ctx context.Context) Result {
+	if c.first.state == nil {
+		return Result{Verdict: NotApplicable, Observed: "the server sent no requestState"}
+	}
+	if c.changedArgs == nil {
+		return Result{Verdict: c.changedVerdict(), Observed: c.changedWhy}
+	}
+	if r, ok := c.needControl(); !ok {
+		return r
+	}
+	op, why := c.startAsk(ctx, c.args)
+	if op == nil {
+		return Result{Verdict: CouldNotTest, Observed: why}
+	}
+	o := c.retry(ctx, c.a, c.changedArgs, answers(op, c.control), op.state)
+	return c.judge(ctx, op, c.args, []attempt{{"the retry with " + c.changedWhat, o}})
+}
+
+func (c *checker) changedVerdict() Verdict {
+	if strings.HasPrefix(c.changedWhy, "the tool takes no") {
+		return NotApplicable
+	}
+	return CouldNotTest
+}
+
+// findChangedArgs looks for other arguments with which the tool still
+// asks: an argument changed within its schema (another enum member, a
+// digit changed, a prefix added, a number moved by one, a boolean
+// flipped).
+func (c *checker) findChangedArgs(ctx context.Context) {
+	var args map[string]any
+	_ = json.Unmarshal(c.args, &args)
+	if len(args) == 0 {
+		c.changedWhy = "the tool takes no arguments here, so no request can differ only in its arguments"
+		return
+	}
+	var schema struct {
+		Properties map[string]struct {
+			Enum []any `json:"enum"`
+		} `json:"properties"`
+	}
+	_ = json.Unmarshal(c.tool.InputSchema, &schema)
+	names := sortedKeys(args)
+	sort.SliceStable(names, func(i, j int) bool {
+		return len(schema.Properties[names[i]].Enum) > len(schema.Properties[names[j]].Enum)
+	})
+	var tried []string
+	for _, name := range names {
+		v, ok := changeValue(args[name], schema.Properties[name].Enum)
+		if !ok {
+			continue
+		}
+		m := make(map[string]any, len(args))
+		for k, x := range args {
+			m[k] = x
+		}
+		m[name] = v
+		b := mustJSON(m)
+		op := c.start(ctx, c.a, b, &c.full)
+		what := fmt.Sprintf("%q changed to %s", name, clipEscape(string(mustJSON(v)), 60))
+		if op.inputReq && len(op.requests) > 0 {
+			c.changedArgs, c.changedWhat = b, what
+			return
+		}
+		tried = append(tried, what+": "+op.String())
+		if len(tried) == 4 {
+			break
+		}
+	}
+	c.changedWhy = "no changed arguments made the tool ask too (" + strings.Join(tried, "; ") + ")"
+	if len(tried) == 0 {
+		c.changedWhy = "the tool takes no argument the checker can change"
+	}
+}
+
+func changeValue(v any, enum []any) (any, bool) {
+	for _, e := range enum {
+		if e != v {
+			return e, true
+		}
+	}
+	switch x := v.(type) {
+	case string:
+		for i := len(x) - 1; i >= 0; i-- {
+			if d := x[i]; d >= '0' && d <= '9' {
+				n := d + 1
+				if d == '9' {
+					n = '8'
+				}
+				return x[:i] + string(n) + x[i+1:], true
+			}
+		}
+		return "x" + x, true
+	case float64:
+		return x + 1, true
+	case bool:
+		return !x, true
+	}
+	return nil, false
+}
+
+func (c *checker) caseOtherTool(ctx context.Context) Result {
+	if c.first.state == nil {
+		return Result{Verdict: NotApplicable, Observed: "the server sent no requestState"}
+	}
+	if r, ok := c.needControl(); !ok {
+		return r
+	}
+	var argsMap map[string]any
+	_ = json.Unmarshal(c.args, &argsMap)
+	var notes []string
+	for _, t := range c.otherTools(argsMap) {
+		args := json.RawMessage("{}")
+		if required(t) != nil {
+			args = c.args
+		}
+		base := do(ctx, call{client: c.a, tool: t.Name, args: args, caps: &c.full})
+		if base.err != nil || base.rpc != nil {
+			notes = append(notes, clipEscape(t.Name, 40)+" without state: "+base.String())
+			continue
+		}
+		op, why := c.startAsk(ctx, c.args)
+		if op == nil {
+			return Result{Verdict: CouldNotTest, Observed: why}
+		}
+		o := do(ctx, call{client: c.a, tool: t.Name, args: args, caps: &c.full, responses: answers(op, c.control), state: op.state})
+		what := fmt.Sprintf("this tool's state and answers sent to %q (which, without them, answers %s)", clipEscape(t.Name, 40), base.String())
+		switch {
+		case o.err != nil:
+			return Result{Verdict: CouldNotTest, Observed: what + ": " + o.String()}
+		case o.rpc != nil || (base.inputReq && o.sameAsk(base)):
+			ctl := c.genuine(ctx, op, c.args)
+			if !c.accepted(ctl, op) {
+				return Result{Verdict: CouldNotTest, Observed: what + ": " + o.String() + "; but the genuine retry afterwards was not accepted either (" + ctl.String() + ")"}
+			}
+			return Result{Verdict: Pass, Observed: what + ": " + o.String()}
+		case base.inputReq:
+			return Result{Verdict: Fail, Observed: what + ": " + o.String() + ": the other tool took them"}
+		}
+		// It completes without input either way: no evidence; try another.
+		notes = append(notes, clipEscape(t.Name, 40)+" completes with or without the state ("+o.String()+")")
+	}
+	if len(notes) == 0 {
+		return Result{Verdict: CouldNotTest, Observed: "no other tool can be called with no arguments or with these arguments"}
+	}
+	return Result{Verdict: CouldNotTest, Observed: "no other tool showed whether it takes this state: " + strings.Join(notes, "; ")}
+}
+
+// required returns a tool's required argument names.
+func required(t *mcp.Tool) []string {
+	var s struct {
+		Required []string `json:"required"`
+	}
+	_ = json.Unmarshal(t.InputSchema, &s)
+	return s.Required
+}
+
+// otherTools lists the tools other than the checked one that can be
+// called with no arguments or with the checked tool's (all their required
+// arguments present), read-only ones first.
+func (c *checker) otherTools(args map[string]any) []*mcp.Tool {
+	var out []*mcp.Tool
+	for _, t := range c.tools {
+		if t.Name == c.cfg.Tool {
+			continue
+		}
+		ok := true
+		for _, r := range required(t) {
+			if _, has := args[r]; !has {
+				ok = false
+			}
+		}
+		if ok {
+			out = append(out, t)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return readOnly(out[i]) && !readOnly(out[j]) })
+	if len(out) > 4 {
+		out = out[:4]
+	}
+	return out
+}
+
+func readOnly(t *mcp.Tool) bool {
+	return t.Annotations != nil && t.Annotations.ReadOnlyHint != nil && *t.Annotations.ReadOnlyHint
+}
+
+func (c *checker) caseMissing(ctx context.Context) Result {
+	op, why := c.startAsk(ctx, c.args)
+	if op == nil {
+		return Result{Verdict: CouldNotTest, Observed: why}
+	}
+	o := c.retry(ctx, c.a, c.args, nil, op.state)
+	switch {
+	case o.err != nil:
+		return Result{Verdict: CouldNotTest, Observed: o.String()}
+	case o.advanced(op):
+		return Result{Verdict: Fail, Observed: "the retry without inputResponses got " + o.String()}
+	case o.rpc != nil || o.sameAsk(op) || o.complete:
+		return Result{Verdict: Pass, Observed: "the retry without inputResponses got " + o.String()}
+	}
+	return Result{Verdict: CouldNotTest, Observed: o.String()}
+}
+
+// extraKey is the key of the answer the server never asked for.
+const extraKey = "elicit_check_extra"
+
+func (c *checker) caseExtra(ctx context.Context) Result {
+	if r, ok := c.needControl(); !ok {
+		return r
+	}
+	op, why := c.startAsk(ctx, c.args)
+	if op == nil {
+		return Result{Verdict: CouldNotTest, Observed: why}
+	}
+	resp := answers(op, c.control)
+	resp[extraKey] = answer(op.requests[op.keys()[0]], answerGood)
+	o := c.retry(ctx, c.a, c.args, resp, op.state)
+	what := fmt.Sprintf("the %s answers plus an accept under %q", c.control, extraKey)
+	switch {
+	case o.err != nil:
+		return Result{Verdict: CouldNotTest, Observed: o.String()}
+	case o.class() == c.controlOut.class():
+		return Result{Verdict: Pass, Observed: what + ": " + o.String() + ", as without it"}
+	case o.rpc != nil:
+		return Result{Verdict: Pass, Observed: what + ": refused, " + o.String()}
+	case o.success() && !c.controlOut.success():
+		return Result{Verdict: Fail, Observed: what + ": " + o.String() + ": the extra answer was used"}
+	}
+	return Result{Verdict: CouldNotTest, Observed: what + ": " + o.String() + ", unlike the control (" + c.controlOut.String() + ")"}
+}
+
+func (c *checker) caseWrongKey(ctx context.Context) Result {
+	if r, ok := c.needControl(); !ok {
+		return r
+	}
+	op, why := c.startAsk(ctx, c.args)
+	if op == nil {
+		return Result{Verdict: CouldNotTest, Observed: why}
+	}
+	good := answers(op, c.control)
+	wrong := make(map[string]json.RawMessage, len(good))
+	for k, v := range good {
+		wrong[k+"_x"] = v
+	}
+	o := c.retry(ctx, c.a, c.args, wrong, op.state)
+	return c.judge(ctx, op, c.args, []attempt{{fmt.Sprintf("the %s answers under keys with \"_x\" appended", c.control), o}})
+}
+
+func (c *checker) caseReplayCompleted(ctx context.Context) Result {
+	if r, ok := c.needControl(); !ok {
+		return r
+	}
+	op, why := c.startAsk(ctx, c.args)
+	if op == nil {
+		return Result{Verdict: CouldNotTest, Observed: why}
+	}
+	r1 := c.genuine(ctx, op, c.args)
+	if !r1.complete {
+		return Result{Verdict: CouldNotTest, Observed: "the genuine retry did not complete (" + r1.String() + "); the checker cannot finish the operation"}
+	}
+	r2 := c.genuine(ctx, op, c.args)
+	obs := "first: " + r1.String() + "; replayed: " + r2.String()
+	note := ""
+	if c.control != answerGood {
+		note = fmt.Sprintf(" (the operation was completed with %s: the checker cannot complete it with accept)", c.control)
+	}
+	switch {
+	case r2.err != nil:
+		return Result{Verdict: CouldNotTest, Observed: obs}
+	case r2.rpc != nil || r2.sameAsk(op):
+		return Result{Verdict: Pass, Observed: obs + ": the replay was refused" + note}
+	case r2.class() == r1.class() && r2.text == r1.text:
+		return Result{Verdict: Pass, Observed: obs + ": the same result" + note}
+	case r2.complete:
+		return Result{Verdict: Fail, Observed: obs + ": a different result, a second execution" + note}
+	}
+	return Result{Verdict: CouldNotTest, Observed: obs}
+}
+
+func (c *checker) caseSwapped(ctx context.Context) Result {
+	if c.changedArgs == nil {
+		return Result{Verdict: c.changedVerdict(), Observed: "two pending operations need different arguments: " + c.changedWhy}
+	}
+	if r, ok := c.needControl(); !ok {
+		return r
+	}
+	opA, why := c.startAsk(ctx, c.args)
+	if opA == nil {
+		return Result{Verdict: CouldNotTest, Observed: why}
+	}
+	opB, why := c.startAsk(ctx, c.changedArgs)
+	if opB == nil {
+		return Result{Verdict: CouldNotTest, Observed: why}
+	}
+	oA := c.retry(ctx, c.a, c.args, answers(opB, c.control), opB.state)
+	oB := c.retry(ctx, c.a, c.changedArgs, answers(opA, c.control), opA.state)
+	rA := c.judge(ctx, opA, c.args, []attempt{{"operation A retried with B's state and answers", oA}})
+	if rA.Verdict != Pass {
+		return rA
+	}
+	rB := c.judge(ctx, opB, c.changedArgs, []attempt{{"operation B (" + c.changedWhat + ") retried with A's state and answers", oB}})
+	if rB.Verdict != Pass {
+		return rB
+	}
+	return Result{Verdict: Pass, Observed: rA.Observed + " | " + rB.Observed}
+}

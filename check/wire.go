@@ -1,0 +1,198 @@
+package check
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/mcpclient"
+)
+
+// inputReq is one entry of an InputRequiredResult's inputRequests.
+type inputReq struct {
+	method string
+	params json.RawMessage
+	// elicit is set for elicitation/create with readable params.
+	elicit *mcp.ElicitRequestParams
+}
+
+// mode is "form", "url" or "" (not an elicitation).
+func (r inputReq) mode() string {
+	if r.elicit == nil {
+		return ""
+	}
+	if r.elicit.IsURL() {
+		return mcp.ElicitationModeURL
+	}
+	return mcp.ElicitationModeForm
+}
+
+// outcome is what one request got.
+type outcome struct {
+	// err is a failure that is not a JSON-RPC error: no answer, not MCP,
+	// a broken result.
+	err error
+	// rpc is a JSON-RPC error answer.
+	rpc *mcpclient.RPCError
+	// complete is a complete result; isError and text are its.
+	complete bool
+	isError  bool
+	text     string
+	// requests and state are an input_required result's (state nil when
+	// it sent none).
+	requests map[string]inputReq
+	state    *string
+	inputReq bool
+}
+
+func (o *outcome) keys() []string {
+	ks := make([]string, 0, len(o.requests))
+	for k := range o.requests {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// success: a complete result that is not an error.
+func (o *outcome) success() bool { return o.complete && !o.isError }
+
+// sameAsk reports whether o asks again what first asked (same keys), or
+// says "come back later" (state only): the answer was not taken.
+func (o *outcome) sameAsk(first *outcome) bool {
+	if !o.inputReq {
+		return false
+	}
+	if len(o.requests) == 0 {
+		return true
+	}
+	return strings.Join(o.keys(), ",") == strings.Join(first.keys(), ",")
+}
+
+// advanced: a success, or a new question (the answer moved the call on).
+func (o *outcome) advanced(first *outcome) bool {
+	return o.success() || (o.inputReq && len(o.requests) > 0 && !o.sameAsk(first))
+}
+
+// class groups outcomes for comparison with a control: "error",
+// "complete", "complete-error", "ask:<keys>", "failed".
+func (o *outcome) class() string {
+	switch {
+	case o.err != nil:
+		return "failed"
+	case o.rpc != nil:
+		return "error"
+	case o.complete && o.isError:
+		return "complete-error"
+	case o.complete:
+		return "complete"
+	}
+	return "ask:" + strings.Join(o.keys(), ",")
+}
+
+// String describes o for a report.
+func (o *outcome) String() string {
+	switch {
+	case o.err != nil:
+		return "request failed: " + clipEscape(o.err.Error(), 160)
+	case o.rpc != nil:
+		return fmt.Sprintf("JSON-RPC error %d (HTTP %d) %q", o.rpc.Code, o.rpc.HTTPStatus, clipEscape(o.rpc.Message, 100))
+	case o.complete && o.isError:
+		return fmt.Sprintf("isError result %q", clipEscape(o.text, 120))
+	case o.complete:
+		return fmt.Sprintf("complete result %q", clipEscape(o.text, 120))
+	case len(o.requests) == 0:
+		return "input_required with requestState only (come back later)"
+	}
+	var parts []string
+	for _, k := range o.keys() {
+		r := o.requests[k]
+		if m := r.mode(); m != "" {
+			parts = append(parts, fmt.Sprintf("%s (%s mode)", clipEscape(k, 40), m))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s (%s)", clipEscape(k, 40), clipEscape(r.method, 40)))
+		}
+	}
+	return "input_required asking " + strings.Join(parts, ", ")
+}
+
+// call is one request of the checked operation.
+type call struct {
+	client    *mcpclient.Client
+	tool      string
+	args      json.RawMessage
+	caps      *mcp.ClientCapabilities
+	responses map[string]json.RawMessage
+	state     *string
+}
+
+// do sends c and reads the answer into an outcome.
+func do(ctx context.Context, c call) *outcome {
+	raw, err := c.client.SendRaw(ctx, &mcpclient.RawRequest{
+		Method: mcp.MethodToolsCall, Name: c.tool, Arguments: c.args,
+		InputResponses: c.responses, RequestState: c.state, Capabilities: c.caps,
+	})
+	var rpc *mcpclient.RPCError
+	switch {
+	case errors.As(err, &rpc):
+		return &outcome{rpc: rpc}
+	case err != nil:
+		return &outcome{err: err}
+	}
+	return parseResult(raw)
+}
+
+// parseResult reads a raw tools/call result (wire.md §4.3, §5.1).
+func parseResult(raw json.RawMessage) *outcome {
+	var head struct {
+		ResultType    string                     `json:"resultType"`
+		InputRequests map[string]json.RawMessage `json:"inputRequests"`
+		RequestState  *string                    `json:"requestState"`
+		Content       []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return &outcome{err: fmt.Errorf("malformed result: %w", err)}
+	}
+	switch head.ResultType {
+	case "", mcp.ResultTypeComplete:
+		o := &outcome{complete: true, isError: head.IsError}
+		var texts []string
+		for _, c := range head.Content {
+			if c.Type == "text" {
+				texts = append(texts, c.Text)
+			}
+		}
+		o.text = strings.Join(texts, " ")
+		return o
+	case mcp.ResultTypeInputRequired:
+	default:
+		return &outcome{err: fmt.Errorf("unknown resultType %q", clipEscape(head.ResultType, 40))}
+	}
+	o := &outcome{inputReq: true, requests: map[string]inputReq{}, state: head.RequestState}
+	for k, v := range head.InputRequests {
+		var r struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if err := json.Unmarshal(v, &r); err != nil {
+			return &outcome{err: fmt.Errorf("input request %q is not {method, params}", clipEscape(k, 40))}
+		}
+		ir := inputReq{method: r.Method, params: r.Params}
+		if r.Method == mcp.MethodElicitationCreate {
+			var p mcp.ElicitRequestParams
+			if json.Unmarshal(r.Params, &p) == nil {
+				ir.elicit = &p
+			}
+		}
+		o.requests[k] = ir
+	}
+	return o
+}
