@@ -6,6 +6,11 @@
 //
 //	elicit tools --url U [--token T] [--json]
 //	elicit call TOOL --url U [--arg k=v]... [--args JSON] [--token T] [--json] [--root PATH]... [--open] [--plain]
+//	elicit check --url U --tool NAME [--args JSON] [--token A] [--other-token B] [--json]
+//
+// check tests the server's elicitation safety (package check); its exit
+// status is 0 when no case failed, 1 when one did, 2 for usage errors and
+// 3 when the check could not run.
 //
 // The final result's text content is printed (control and bidi characters
 // shown as escapes); --json prints the raw result instead, alone on stdout,
@@ -61,6 +66,8 @@ const usage = `usage:
   elicit tools --url URL [--token T] [--json]
   elicit call TOOL --url URL [--arg k=v]... [--args JSON] [--token T] [--json]
               [--root PATH]... [--open] [--plain]
+  elicit check --url URL --tool NAME [--args JSON] [--token A]
+              [--other-token B] [--json]
 
   --url URL     the server's MCP endpoint, e.g. http://127.0.0.1:3000/mcp
   --token T     bearer token (default $ELICIT_TOKEN)
@@ -86,6 +93,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitOK
 	}
 	cmd, rest := args[0], args[1:]
+	if cmd == "check" {
+		return runCheck(ctx, rest, stdout, stderr)
+	}
 	opts, err := parseFlags(cmd, rest, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mcp-elicit/elicit/check"
+)
+
+const checkUsage = `usage:
+  elicit check --url URL --tool NAME [--args JSON] [--token A]
+               [--other-token B] [--json]
+
+Calls the tool until it asks for input, then tries what an attacker or a
+careless client would: a missing mode, decline and cancel, a tampered or
+replayed requestState, missing, extra and misplaced answers, answers that
+break the form schema; and inspects what it asked: secrets in forms, unsafe
+URL-mode links. Each case gets a verdict: pass, fail, not applicable or
+could not test (with the reason).
+
+  --url URL           the server's MCP endpoint
+  --tool NAME         a tool that asks for input when called
+  --args JSON         the tool arguments as one JSON object (default {})
+  --token A           bearer token of the user to act as (default $ELICIT_TOKEN)
+  --other-token B     a second user's token, to replay A's state as B
+                      (default $ELICIT_OTHER_TOKEN)
+  --json              print the report as JSON
+  --timeout D         give up after D (default 5m)
+
+Exit status: 0 no case failed; 1 a case failed; 2 usage error; 3 the
+check could not run (server unreachable, tool not listed).
+`
+
+// runCheck is "elicit check"; it returns the exit status.
+func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg := check.Config{Token: os.Getenv("ELICIT_TOKEN"), OtherToken: os.Getenv("ELICIT_OTHER_TOKEN")}
+	var argsJSON string
+	var asJSON bool
+	timeout := 5 * time.Minute
+	fs := flag.NewFlagSet("elicit check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, checkUsage) }
+	fs.StringVar(&cfg.URL, "url", "", "MCP endpoint URL")
+	fs.StringVar(&cfg.Tool, "tool", "", "tool to check")
+	fs.StringVar(&argsJSON, "args", "", "tool arguments as a JSON object")
+	fs.StringVar(&cfg.Token, "token", cfg.Token, "bearer token")
+	fs.StringVar(&cfg.OtherToken, "other-token", cfg.OtherToken, "a second user's bearer token")
+	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	fs.DurationVar(&timeout, "timeout", timeout, "overall time limit")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	usageErr := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "elicit check: "+format+"\n\n%s", append(a, checkUsage)...)
+		return exitUsage
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usageErr("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	case cfg.URL == "":
+		return usageErr("--url is required")
+	case cfg.Tool == "":
+		return usageErr("--tool is required")
+	case cfg.OtherToken != "" && cfg.OtherToken == cfg.Token:
+		return usageErr("--other-token must differ from --token")
+	}
+	if u, err := url.Parse(cfg.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usageErr("--url %q is not an http(s) URL such as http://127.0.0.1:3000/mcp", cfg.URL)
+	}
+	if argsJSON != "" {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(argsJSON), &m); err != nil || m == nil {
+			return usageErr("--args must be a JSON object")
+		}
+		cfg.Args = json.RawMessage(argsJSON)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	rep, err := check.Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "elicit check: %s\n", explain(err, cfg.URL, cfg.Token != ""))
+		return exitFailed
+	}
+	if asJSON {
+		err = rep.WriteJSON(stdout)
+	} else {
+		err = rep.WriteText(stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "elicit check: %s\n", err)
+		return exitFailed
+	}
+	if rep.Failed() {
+		return exitToolError
+	}
+	return exitOK
+}
