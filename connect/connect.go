@@ -11,9 +11,16 @@
 //     SEC-U-S-07); anyone else gets 403 and nothing is stored.
 //   - The secret never goes back to the MCP client, and never appears in a
 //     log line, URL, redirect or response body (SEC-U-S-08).
-//   - Redirect targets are local /ui/ paths only (no open redirects).
+//   - Redirect targets are local /ui/ and /connect/ paths (no open
+//     redirects), and, for OAuth flows, the registered provider's
+//     authorization endpoint once the same-user check has passed.
 //
-// Mount the handler at "/ui/": mux.Handle("/ui/", svc.Handler()).
+// Flows whose purpose is a registered OAuth provider (AddOAuthProvider,
+// oauth.go) make the server an OAuth client of a third party: the user
+// approves at the provider, and the tokens land in the vault.
+//
+// Mount the handler at "/ui/" (and at "/connect/" for OAuth providers):
+// mux.Handle("/ui/", svc.Handler()).
 package connect
 
 import (
@@ -28,6 +35,7 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcp-elicit/elicit/auth"
@@ -40,7 +48,7 @@ const (
 	DefaultSessionTTL = 12 * time.Hour
 )
 
-// Cookie names. Both are HttpOnly, SameSite=Lax, Path=/ui, and Secure when
+// Cookie names. Both are HttpOnly, SameSite=Lax, Path=/, and Secure when
 // BaseURL is https.
 const (
 	// SessionCookie carries the browser session id (a credential).
@@ -92,6 +100,9 @@ type Service struct {
 	sessionTTL time.Duration
 	now        func() time.Time
 	tmpl       *template.Template
+
+	mu        sync.RWMutex
+	providers map[string]*OAuthProvider // by purpose
 }
 
 // New checks opts and returns a Service. It fails on a nil Store, a
@@ -200,13 +211,23 @@ func (s *Service) StartFlow(ctx context.Context, principal, purpose string) (*st
 }
 
 // FlowURL returns the page URL for f: BaseURL + "/ui/set_api_key?flow=" +
-// id. It carries only the flow id, never a secret (SEC-U-S-01). A nil f
-// gives "".
+// id, or BaseURL + "/connect/" + id when f's purpose is an OAuth provider
+// (AddOAuthProvider). It carries only the flow id, never a secret
+// (SEC-U-S-01), and never points at a third party: the same-user check
+// happens on this server first (SEC-U-S-06). A nil f gives "".
 func (s *Service) FlowURL(f *store.Flow) string {
 	if f == nil {
 		return ""
 	}
-	return s.baseURL + "/ui/set_api_key?flow=" + url.QueryEscape(f.ID)
+	return s.baseURL + s.flowPath(f)
+}
+
+// flowPath is FlowURL without the origin.
+func (s *Service) flowPath(f *store.Flow) string {
+	if s.provider(f.Purpose) != nil {
+		return connectPrefix + f.ID
+	}
+	return "/ui/set_api_key?flow=" + url.QueryEscape(f.ID)
 }
 
 // Flow returns the flow with the given id, whatever its status or expiry

@@ -384,7 +384,7 @@ func TestHappyPath(t *testing.T) {
 			csrfCookie = c
 		}
 	}
-	if csrfCookie == nil || !csrfCookie.HttpOnly || csrfCookie.SameSite != http.SameSiteLaxMode || csrfCookie.Path != "/ui" {
+	if csrfCookie == nil || !csrfCookie.HttpOnly || csrfCookie.SameSite != http.SameSiteLaxMode || csrfCookie.Path != "/" {
 		t.Fatalf("login CSRF cookie = %+v", csrfCookie)
 	}
 	resp, _ = h.post(alice, "/ui/login", url.Values{"username": {"alice"}, "csrf": {field(t, csrfRE, body)}, "next": {field(t, nextRE, body)}})
@@ -398,7 +398,7 @@ func TestHappyPath(t *testing.T) {
 			sessCookie = c
 		}
 	}
-	if sessCookie == nil || !sessCookie.HttpOnly || sessCookie.SameSite != http.SameSiteLaxMode || sessCookie.Path != "/ui" || sessCookie.Secure {
+	if sessCookie == nil || !sessCookie.HttpOnly || sessCookie.SameSite != http.SameSiteLaxMode || sessCookie.Path != "/" || sessCookie.Secure {
 		t.Fatalf("session cookie = %+v", sessCookie)
 	}
 

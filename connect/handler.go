@@ -39,8 +39,12 @@ var securityHeaders = [][2]string{
 //	POST /ui/logout              sign out (session CSRF)
 //	GET  /ui/set_api_key?flow=id key form for the flow's own user only
 //	POST /ui/set_api_key         store the key encrypted, complete the flow
+//	GET  /connect/<flow id>      OAuth flows: who is asking, and a button
+//	POST /connect/<flow id>      same user only: redirect to the provider
+//	GET  /connect/callback       the provider's redirect back (see oauth.go)
 //
-// Other methods get 405, other paths 404.
+// Mount it at "/connect/" too when OAuth providers are added
+// (AddOAuthProvider). Other methods get 405, other paths 404.
 func (s *Service) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
 
 func (s *Service) serveHTTP(w http.ResponseWriter, r *http.Request) {
@@ -58,7 +62,13 @@ func (s *Service) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		rt = route{post: s.postLogout}
 	case "/ui/set_api_key":
 		rt = route{get: s.getKeyForm, post: s.postKey}
+	case callbackPath:
+		rt = route{get: s.getCallback}
 	default:
+		if strings.HasPrefix(r.URL.Path, connectPrefix) {
+			rt = route{get: s.getConnect, post: s.postConnect}
+			break
+		}
 		s.message(w, http.StatusNotFound, "Not found", "There is no page here.", "not-found", true, nil)
 		return
 	}
@@ -148,13 +158,18 @@ func loginURL(next string) string {
 	return "/ui/login?next=" + url.QueryEscape(safeNext(next))
 }
 
-// safeNext returns next if it is a plain local path under /ui/, else "/ui/".
+// safeNext returns next if it is a plain local path under /ui/ or
+// /connect/, else "/ui/".
 // It refuses scheme- or host-bearing URLs, protocol-relative "//host",
 // backslashes (which browsers treat as slashes), control or non-ASCII
 // bytes, and dot segments that could climb out of /ui/.
 func safeNext(next string) string {
 	const home = "/ui/"
-	if len(next) > 2048 || !strings.HasPrefix(next, home) || strings.HasPrefix(next, "//") {
+	root := home
+	if strings.HasPrefix(next, connectPrefix) {
+		root = connectPrefix
+	}
+	if len(next) > 2048 || !strings.HasPrefix(next, root) || strings.HasPrefix(next, "//") {
 		return home
 	}
 	for i := 0; i < len(next); i++ {
@@ -163,7 +178,7 @@ func safeNext(next string) string {
 		}
 	}
 	u, err := url.Parse(next)
-	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || !strings.HasPrefix(u.Path, home) {
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || !strings.HasPrefix(u.Path, root) {
 		return home
 	}
 	for _, seg := range strings.Split(u.Path, "/") {
@@ -178,11 +193,18 @@ func safeNext(next string) string {
 	return out
 }
 
+// cookiePath covers /ui/ and /connect/, which share the browser login.
+const cookiePath = "/"
+
+// legacyCookiePath is where cookies lived before /connect/ existed; a
+// login or logout expires those, so a stale one cannot shadow the new.
+const legacyCookiePath = "/ui"
+
 func (s *Service) cookie(name, value string, maxAge int) *http.Cookie {
 	return &http.Cookie{
 		Name:     name,
 		Value:    value,
-		Path:     "/ui",
+		Path:     cookiePath,
 		MaxAge:   maxAge,
 		HttpOnly: true,
 		Secure:   s.secure,
@@ -193,21 +215,31 @@ func (s *Service) cookie(name, value string, maxAge int) *http.Cookie {
 // session returns the request's live session, or nil if it has none, an
 // unknown one, or an expired one. err is only for store failures.
 func (s *Service) session(r *http.Request) (*store.Session, error) {
-	c, err := r.Cookie(SessionCookie)
-	if err != nil || !validToken(c.Value) {
-		return nil, nil
+	// A browser may still hold a cookie under legacyCookiePath beside the
+	// current one; the first live session wins.
+	for _, c := range r.CookiesNamed(SessionCookie) {
+		if !validToken(c.Value) {
+			continue
+		}
+		sess, err := s.store.GetSession(r.Context(), c.Value)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if s.now().Before(sess.ExpiresAt) {
+			return sess, nil
+		}
 	}
-	sess, err := s.store.GetSession(r.Context(), c.Value)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if !s.now().Before(sess.ExpiresAt) {
-		return nil, nil
-	}
-	return sess, nil
+	return nil, nil
+}
+
+// expireLegacyCookie drops a session cookie set under legacyCookiePath.
+func (s *Service) expireLegacyCookie(w http.ResponseWriter) {
+	c := s.cookie(SessionCookie, "", -1)
+	c.Path = legacyCookiePath
+	http.SetCookie(w, c)
 }
 
 // tokensEqual compares secrets in constant time; empty never matches.
@@ -281,7 +313,10 @@ func (s *Service) postLogin(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	// A fresh session id on every login (no session fixation); the old
 	// session, if any, ends.
-	if old, err := r.Cookie(SessionCookie); err == nil && validToken(old.Value) {
+	for _, old := range r.CookiesNamed(SessionCookie) {
+		if !validToken(old.Value) {
+			continue
+		}
 		if err := s.store.DeleteSession(ctx, old.Value); err != nil {
 			s.internalError(w, r, "delete old session", err)
 			return
@@ -303,6 +338,7 @@ func (s *Service) postLogin(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, "create session", err)
 		return
 	}
+	s.expireLegacyCookie(w)
 	http.SetCookie(w, s.cookie(SessionCookie, id, int(s.sessionTTL.Seconds())))
 	s.audit(ctx, slog.LevelInfo, "login", slog.String("principal", username), remote(r))
 	redirect(w, next)
@@ -320,6 +356,7 @@ func (s *Service) postLogout(w http.ResponseWriter, r *http.Request) {
 	}
 	if sess == nil {
 		// Nothing to end; just drop a stale cookie.
+		s.expireLegacyCookie(w)
 		http.SetCookie(w, s.cookie(SessionCookie, "", -1))
 		redirect(w, target)
 		return
@@ -333,6 +370,7 @@ func (s *Service) postLogout(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, "delete session", err)
 		return
 	}
+	s.expireLegacyCookie(w)
 	http.SetCookie(w, s.cookie(SessionCookie, "", -1))
 	s.audit(r.Context(), slog.LevelInfo, "logout", slog.String("principal", sess.Principal), remote(r))
 	redirect(w, target)
@@ -344,10 +382,12 @@ const (
 	msgDone        = "Done. Return to your MCP client and choose Accept to continue."
 )
 
-// checkFlow loads the flow a page is about and enforces that it is live
-// and that the signed-in user is the one it was made for (SEC-U-S-06,
-// SEC-U-S-07). On refusal it writes the response and returns nil.
-func (s *Service) checkFlow(w http.ResponseWriter, r *http.Request, id string, sess *store.Session) *store.Flow {
+// checkFlow loads the flow a page is about and enforces that it is live,
+// that the signed-in user is the one it was made for (SEC-U-S-06,
+// SEC-U-S-07), and that it is a flow of this page's kind: oauth says
+// whether the page is an OAuth one (/connect/), so no key can be typed
+// for an OAuth purpose. On refusal it writes the response and returns nil.
+func (s *Service) checkFlow(w http.ResponseWriter, r *http.Request, id string, sess *store.Session, oauth bool) *store.Flow {
 	ctx := r.Context()
 	if !validFlowID(id) {
 		s.message(w, http.StatusNotFound, "Link not valid", msgInvalidFlow, "invalid", true, sess)
@@ -374,8 +414,12 @@ func (s *Service) checkFlow(w http.ResponseWriter, r *http.Request, id string, s
 			slog.String("method", r.Method),
 			remote(r))
 		p := &page{Title: "Wrong account", Heading: "Wrong account", Message: msgOtherUser, MsgID: "wrong-account", Alert: true,
-			User: sess.Principal, CSRF: sess.CSRF, Next: "/ui/set_api_key?flow=" + f.ID}
+			User: sess.Principal, CSRF: sess.CSRF, Next: s.flowPath(f)}
 		s.render(w, http.StatusForbidden, "message", p)
+		return nil
+	}
+	if (s.provider(f.Purpose) != nil) != oauth {
+		s.message(w, http.StatusNotFound, "Link not valid", msgInvalidFlow, "invalid", true, sess)
 		return nil
 	}
 	return f
@@ -391,7 +435,7 @@ func (s *Service) getKeyForm(w http.ResponseWriter, r *http.Request) {
 		redirect(w, loginURL(r.URL.RequestURI()))
 		return
 	}
-	f := s.checkFlow(w, r, r.URL.Query().Get("flow"), sess)
+	f := s.checkFlow(w, r, r.URL.Query().Get("flow"), sess, false)
 	if f == nil {
 		return
 	}
@@ -410,7 +454,7 @@ func (s *Service) keyForm(w http.ResponseWriter, status int, f *store.Flow, sess
 		User:    sess.Principal,
 		CSRF:    sess.CSRF,
 		FlowID:  f.ID,
-		Next:    "/ui/set_api_key?flow=" + f.ID,
+		Next:    s.flowPath(f),
 		Error:   errMsg,
 	})
 }
@@ -449,7 +493,7 @@ func (s *Service) postKey(w http.ResponseWriter, r *http.Request) {
 		s.message(w, http.StatusForbidden, "Request refused", "This form expired or did not come from this site. Nothing was stored.", "error", true, sess)
 		return
 	}
-	f := s.checkFlow(w, r, flowID, sess)
+	f := s.checkFlow(w, r, flowID, sess, false)
 	if f == nil {
 		return
 	}

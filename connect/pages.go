@@ -15,6 +15,9 @@ type page struct {
 	Message  string
 	MsgID    string // stable element id of Message, e.g. "done"
 	Alert    bool   // Message reports a refusal or failure
+	// Provider and ProviderHost name the third party on the OAuth page.
+	Provider     string
+	ProviderHost string
 }
 
 // pages are plain, small, accessible and mobile-friendly; the CSP allows
@@ -87,6 +90,17 @@ button.secondary{background:#505050}
 <input type="hidden" name="csrf" value="{{.CSRF}}">
 <input type="hidden" name="flow" value="{{.FlowID}}">
 <button type="submit" id="submit">Save key</button>
+</form>
+<p class="muted">Not {{.User}}? Sign out and sign in with the account that asked.</p>
+{{template "logout" .}}
+{{template "bottom" .}}{{end}}
+
+{{define "connect"}}{{template "top" .}}<h1>{{.Heading}}</h1>
+{{template "whoami" .}}
+<p id="connect-info">Continue to sign in at <strong>{{.Provider}}</strong> (<strong id="provider-host">{{.ProviderHost}}</strong>) and allow this server to read your data there. The access it grants is stored encrypted on this server, for your account only, and is never sent to your MCP client.</p>
+<form method="post" action="/connect/{{.FlowID}}" id="connect-form">
+<input type="hidden" name="csrf" value="{{.CSRF}}">
+<button type="submit" id="continue">Continue to {{.Provider}}</button>
 </form>
 <p class="muted">Not {{.User}}? Sign out and sign in with the account that asked.</p>
 {{template "logout" .}}
