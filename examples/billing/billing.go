@@ -7,21 +7,17 @@
 // (ELI-S-01, ELI-S-02, SEC-U-S-08). The retry decides from the sealed
 // requestState (which flow) and the store (is it complete) what to answer
 // (ELI-U-S-03): accept with the page unfinished stays input_required,
-// decline and cancel end with distinct isError results.
+// decline and cancel end with distinct isError results (the shared
+// examples/internal/urlconnect step).
 package billing
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 
 	"github.com/mcp-elicit/elicit/connect"
-	"github.com/mcp-elicit/elicit/elicit"
-	"github.com/mcp-elicit/elicit/jsonrpc"
+	"github.com/mcp-elicit/elicit/examples/internal/urlconnect"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
-	"github.com/mcp-elicit/elicit/store"
 )
 
 // Names used on the wire.
@@ -42,36 +38,46 @@ const (
 	TextCancelledKept      = "The step was dismissed in your client, but the API key you had already entered on the server's page is kept: billing is connected."
 	TextStatusConnected    = "Billing is connected."
 	TextStatusNotConnected = "Billing is not connected. Call connect_billing to connect it."
+	textSignIn             = "Sign-in is required to connect billing."
 	messageAsk             = "Connect your payment provider: open this page on the server, sign in, and enter your API key there. The key never passes through this client."
 	messagePending         = "The key page has not been completed yet. Open it, enter your API key, then accept again."
 )
 
 // App serves connect_billing.
-type App struct{ flows *connect.Service }
+type App struct {
+	flows *connect.Service
+	step  *urlconnect.Step
+}
 
 // New returns the app; flows stores the flows and the encrypted keys.
-func New(flows *connect.Service) *App { return &App{flows: flows} }
+func New(flows *connect.Service) *App {
+	return &App{flows: flows, step: &urlconnect.Step{Flows: flows, InputKey: InputKey, Purpose: Purpose, Texts: urlconnect.Texts{
+		SignIn: textSignIn, Connected: TextConnected, AlreadyConnected: TextAlreadyConnected,
+		Declined: TextDeclined, Cancelled: TextCancelled, DeclinedKept: TextDeclinedKept, CancelledKept: TextCancelledKept,
+		Ask: messageAsk, Pending: messagePending,
+	}}}
+}
 
-// Register adds connect_billing to s.
+// Register adds connect_billing and billing_status to s.
 func (a *App) Register(s *mcpserver.Server) {
 	s.AddTool(&mcp.Tool{
 		Name:        ToolName,
 		Title:       "Connect billing",
 		Description: "Connect the user's payment-provider account. The user enters the API key on the server's own web page (URL-mode elicitation); the key never passes through the client.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	}, a.connectBilling)
+		InputSchema: urlconnect.NoArgumentsSchema,
+	}, a.step.Handle)
 	readOnly := true
 	s.AddTool(&mcp.Tool{
 		Name:        StatusToolName,
 		Title:       "Billing status",
 		Description: "Tell whether the user's payment-provider account is connected. Never reveals the key.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+		InputSchema: urlconnect.NoArgumentsSchema,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: &readOnly},
 	}, a.billingStatus)
 }
 
 func (a *App) billingStatus(ctx context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
-	if err := noArguments(req); err != nil {
+	if err := urlconnect.NoArguments(req); err != nil {
 		return nil, err
 	}
 	if req.Principal == "" {
@@ -85,93 +91,4 @@ func (a *App) billingStatus(ctx context.Context, req *mcpserver.Request) (mcpser
 		return mcpserver.Text(TextStatusConnected), nil
 	}
 	return mcpserver.Text(TextStatusNotConnected), nil
-}
-
-func (a *App) connectBilling(ctx context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
-	if err := noArguments(req); err != nil {
-		return nil, err
-	}
-	if req.Principal == "" {
-		return mcpserver.ToolError("Sign-in is required to connect billing."), nil
-	}
-	if req.State == nil {
-		connected, err := a.flows.HasSecret(ctx, req.Principal, Purpose)
-		if err != nil {
-			return nil, err
-		}
-		if connected {
-			return mcpserver.Text(TextAlreadyConnected), nil
-		}
-		// Refuse before creating anything the client cannot use (CAP-S-03).
-		if err := req.Require(mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{URL: &mcp.Empty{}}}); err != nil {
-			return nil, err
-		}
-		return a.startFlow(ctx, req)
-	}
-
-	flowID := string(req.State)
-	flow, err := a.flows.Flow(ctx, flowID)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return a.startFlow(ctx, req) // swept after expiry: start again
-	case err != nil:
-		return nil, err
-	case flow.Principal != req.Principal:
-		// The sealed state is bound to the principal, so this means a bug.
-		return nil, fmt.Errorf("billing: flow %s belongs to another principal", flowID)
-	}
-	switch ans := req.Elicitation(InputKey); ans.Outcome {
-	case elicit.Declined:
-		if flow.Status == store.FlowComplete {
-			return mcpserver.ToolError(TextDeclinedKept), nil // say what is true
-		}
-		return mcpserver.ToolError(TextDeclined), nil
-	case elicit.Cancelled:
-		if flow.Status == store.FlowComplete {
-			return mcpserver.ToolError(TextCancelledKept), nil
-		}
-		return mcpserver.ToolError(TextCancelled), nil
-	case elicit.Accepted:
-		// URL-mode accept is consent, not completion (ELI-RA-01).
-		if flow.Status == store.FlowComplete {
-			return mcpserver.Text(TextConnected), nil
-		}
-	}
-	if flow.Status == store.FlowComplete {
-		return mcpserver.Text(TextConnected), nil
-	}
-	if a.expired(flow) {
-		return a.startFlow(ctx, req)
-	}
-	return a.ask(req, flow, messagePending)
-}
-
-func (a *App) expired(f *store.Flow) bool { return !a.flows.Now().Before(f.ExpiresAt) }
-
-func (a *App) startFlow(ctx context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
-	if err := req.Require(mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{URL: &mcp.Empty{}}}); err != nil {
-		return nil, err
-	}
-	flow, err := a.flows.StartFlow(ctx, req.Principal, Purpose)
-	if err != nil {
-		return nil, err
-	}
-	return a.ask(req, flow, messageAsk)
-}
-
-func (a *App) ask(_ *mcpserver.Request, flow *store.Flow, message string) (mcpserver.Reply, error) {
-	return mcpserver.Ask().ElicitURL(InputKey, message, a.flows.FlowURL(flow)).WithState([]byte(flow.ID)), nil
-}
-
-// noArguments refuses arguments: both tools declare an empty object with
-// additionalProperties false.
-func noArguments(req *mcpserver.Request) error {
-	var args map[string]json.RawMessage
-	if err := req.BindArguments(&args); err != nil {
-		return err
-	}
-	if len(args) > 0 {
-		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: %s takes no arguments", req.Name)
-	}
-	return nil
 }

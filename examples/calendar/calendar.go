@@ -1,0 +1,178 @@
+// Package calendar is the third-party OAuth flow of elicitd: the server is
+// an OAuth client of a calendar provider, and connect_calendar asks the
+// user, in URL mode, to authorize it there (client/elicitation.mdx §URL
+// Mode Elicitation for OAuth Flows; seed 003).
+//
+// The elicitation URL is the server's own /connect/<flow id> route
+// (package connect), which checks that the browser user is the user the
+// elicitation was made for before redirecting to the provider; the
+// provider's tokens are stored encrypted for that user and never appear in
+// an MCP message (SEC-U-S-06, SEC-U-S-08, SEC-U-S-10). list_events then
+// uses the caller's own stored token against the provider's API; the
+// client's MCP token is never sent there (SEC-U-S-09).
+package calendar
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/mcp-elicit/elicit/connect"
+	"github.com/mcp-elicit/elicit/examples/internal/urlconnect"
+	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/mcpserver"
+	"github.com/mcp-elicit/elicit/store"
+)
+
+// Names used on the wire.
+const (
+	ToolName       = "connect_calendar" // the tool that asks for authorization
+	EventsToolName = "list_events"      // read-only: the user's events
+	InputKey       = "calendar"         // the inputRequests key of the URL elicitation
+	Purpose        = "calendar"         // the connect flow purpose and vault secret name
+	// Scope is what the server asks the provider for.
+	Scope = "events.read"
+)
+
+// Result texts. Decline and cancel differ on purpose (ELI-S-08).
+const (
+	TextConnected        = "Your calendar is connected. The provider's authorization is stored on the server and is never shown here."
+	TextAlreadyConnected = "Your calendar is already connected."
+	TextDeclined         = "The calendar was not connected: you declined to open the provider's sign-in. Nothing was stored."
+	TextCancelled        = "The calendar connection step was dismissed before it finished. Nothing was stored; call connect_calendar again to restart it."
+	TextDeclinedKept     = "You declined in your client, but you had already authorized the calendar provider on the server's page: the calendar is connected."
+	TextCancelledKept    = "The step was dismissed in your client, but you had already authorized the calendar provider on the server's page: the calendar is connected."
+	TextNotConnected     = "Your calendar is not connected. Run connect_calendar first, then list_events again."
+	TextRejected         = "The calendar provider no longer accepts the stored authorization. Nothing was read."
+	TextNoEvents         = "Your calendar has no events."
+	textSignIn           = "Sign-in is required to connect a calendar."
+	messageAsk           = "Connect your calendar: open this page on the server, sign in as yourself, then approve access at the calendar provider. The provider's tokens never pass through this client."
+	messagePending       = "The calendar has not been authorized yet. Open the page, approve access at the provider, then accept again."
+)
+
+// maxEventsBody bounds the provider's answer, in bytes.
+const maxEventsBody = 1 << 20
+
+// Provider returns the connect.OAuthProvider registration for a calendar
+// provider with the given client credentials and endpoints; pass it to
+// connect.Service.AddOAuthProvider. The client authenticates with HTTP
+// Basic (RFC 6749 §2.3.1).
+func Provider(clientID, clientSecret, authURL, tokenURL string) connect.OAuthProvider {
+	return connect.OAuthProvider{
+		Purpose: Purpose,
+		Name:    "Calendar provider",
+		Config: oauth2.Config{
+			ClientID: clientID, ClientSecret: clientSecret, Scopes: []string{Scope},
+			Endpoint: oauth2.Endpoint{AuthURL: authURL, TokenURL: tokenURL, AuthStyle: oauth2.AuthStyleInHeader},
+		},
+	}
+}
+
+// App serves connect_calendar and list_events.
+type App struct {
+	flows     *connect.Service
+	step      *urlconnect.Step
+	eventsURL string
+}
+
+// New returns the app. flows must have the calendar provider registered
+// (Provider); eventsURL is the provider's GET events endpoint, which
+// answers {"events":[{"id","title","start"}]} for the token's user.
+func New(flows *connect.Service, eventsURL string) *App {
+	return &App{flows: flows, eventsURL: eventsURL, step: &urlconnect.Step{Flows: flows, InputKey: InputKey, Purpose: Purpose, Texts: urlconnect.Texts{
+		SignIn: textSignIn, Connected: TextConnected, AlreadyConnected: TextAlreadyConnected,
+		Declined: TextDeclined, Cancelled: TextCancelled, DeclinedKept: TextDeclinedKept, CancelledKept: TextCancelledKept,
+		Ask: messageAsk, Pending: messagePending,
+	}}}
+}
+
+// Register adds connect_calendar and list_events to s.
+func (a *App) Register(s *mcpserver.Server) {
+	s.AddTool(&mcp.Tool{
+		Name:        ToolName,
+		Title:       "Connect calendar",
+		Description: "Connect the user's calendar. The user signs in on the server's own page and approves access at the calendar provider (URL-mode elicitation); the provider's tokens never pass through the client.",
+		InputSchema: urlconnect.NoArgumentsSchema,
+	}, a.step.Handle)
+	readOnly := true
+	s.AddTool(&mcp.Tool{
+		Name:        EventsToolName,
+		Title:       "List calendar events",
+		Description: "List the user's upcoming calendar events, read from the calendar provider with the authorization stored by connect_calendar.",
+		InputSchema: urlconnect.NoArgumentsSchema,
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: &readOnly},
+	}, a.listEvents)
+}
+
+// event is one entry of the provider's answer.
+type event struct {
+	ID    string    `json:"id"`
+	Title string    `json:"title"`
+	Start time.Time `json:"start"`
+}
+
+func (a *App) listEvents(ctx context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
+	if err := urlconnect.NoArguments(req); err != nil {
+		return nil, err
+	}
+	if req.Principal == "" {
+		return mcpserver.ToolError("Sign-in is required."), nil
+	}
+	client, err := a.flows.OAuthClient(ctx, req.Principal, Purpose)
+	if errors.Is(err, store.ErrNotFound) {
+		return mcpserver.ToolError(TextNotConnected), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, a.eventsURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	hreq.Header.Set("Accept", "application/json")
+	resp, err := client.Do(hreq)
+	if err != nil {
+		var re *oauth2.RetrieveError
+		if errors.As(err, &re) {
+			return mcpserver.ToolError(TextRejected + " Run connect_calendar again after it is reset."), nil
+		}
+		// Network trouble with the provider; the error holds no token.
+		return nil, fmt.Errorf("calendar: provider: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusUnauthorized {
+		return mcpserver.ToolError(TextRejected), nil
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("calendar: provider answered HTTP %d", resp.StatusCode)
+	}
+	var body struct {
+		Events []event `json:"events"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxEventsBody)).Decode(&body); err != nil {
+		return nil, fmt.Errorf("calendar: provider answer: %w", err)
+	}
+	return mcpserver.Text(formatEvents(body.Events)), nil
+}
+
+// formatEvents lists events one a line. Titles come from a third party:
+// they are quoted, with control and format characters escaped.
+func formatEvents(events []event) string {
+	if len(events) == 0 {
+		return TextNoEvents
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Your calendar has %d event(s):", len(events))
+	for _, e := range events {
+		fmt.Fprintf(&b, "\n- %s %s", e.Start.UTC().Format("2006-01-02 15:04 UTC"), strconv.Quote(e.Title))
+	}
+	return b.String()
+}
