@@ -37,6 +37,7 @@ type config struct {
 	readTimeout       time.Duration
 	idleTimeout       time.Duration
 	shutdownTimeout   time.Duration
+	demoOAuthAddr     string           // demo calendar provider; "" = none (calendar.go)
 	now               func() time.Time // nil = time.Now; tests inject a clock
 }
 

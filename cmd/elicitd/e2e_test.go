@@ -87,7 +87,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	cfg := &config{addr: ln.Addr().String(), dataDir: t.TempDir(), publicURL: "http://" + ln.Addr().String(),
-		now: func() time.Time { return time.Unix(0, e.clock.Load()) }}
+		demoOAuthAddr: "127.0.0.1:0", now: func() time.Time { return time.Unix(0, e.clock.Load()) }}
 	logger := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.app, err = newApp(cfg, logger)
 	if err != nil {

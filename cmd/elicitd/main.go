@@ -48,6 +48,7 @@ import (
 	"github.com/mcp-elicit/elicit/connect"
 	"github.com/mcp-elicit/elicit/examples/billing"
 	"github.com/mcp-elicit/elicit/examples/reports"
+	"github.com/mcp-elicit/elicit/internal/fakeoauth"
 	"github.com/mcp-elicit/elicit/internal/serve"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
@@ -201,6 +202,8 @@ type app struct {
 	closers []func() error
 	// sweep deletes expired flows and sessions; run calls it on a timer.
 	sweep func(context.Context) (int64, error)
+	// calendarProvider is the demo OAuth provider (nil without one).
+	calendarProvider *fakeoauth.Server
 }
 
 // sweepLoop deletes expired flows and sessions every interval until ctx ends.
@@ -268,6 +271,13 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 	})
 	billing.New(flows).Register(srv)
 	reports.New(flows, st, logger).Register(srv)
+	if a.calendarProvider, err = startCalendar(cfg, srv, flows, logger); err != nil {
+		a.Close()
+		return nil, err
+	}
+	if a.calendarProvider != nil {
+		a.closers = append(a.closers, a.calendarProvider.Close)
+	}
 
 	hosts := []string{"localhost", "127.0.0.1", "::1"}
 	if u, err := url.Parse(cfg.publicURL); err == nil {
@@ -283,6 +293,7 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 		Logger:       logger,
 	}))
 	mux.Handle("/ui/", streamhttp.AllowHosts(hosts, flows.Handler()))
+	mux.Handle("/connect/", streamhttp.AllowHosts(hosts, flows.Handler()))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok\n")
