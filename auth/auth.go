@@ -1,6 +1,9 @@
 // Package auth decides who is calling: it turns an HTTP request into a
 // Principal. Implementations: DemoBearer (token = user name, for loopback
-// demos), and Anonymous (no authentication, for conformance fixtures).
+// demos), JWT (OAuth 2.0 bearer access tokens verified against an issuer's
+// JWKS, with the protected resource metadata of RFC 9728), and Anonymous
+// (no authentication, for conformance fixtures). OIDC signs browsers in
+// through the same issuer for the URL-mode pages.
 //
 // MCP 2026-07-28 basic/authorization: a server that authenticates answers a
 // request without valid credentials with HTTP 401 and a WWW-Authenticate
@@ -12,13 +15,44 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strings"
 )
 
-// Principal is an authenticated caller.
+// Principal is an authenticated caller. State, URL flows, browser
+// sessions and vault secrets are bound to its ID, never to Subject alone:
+// two issuers may use the same subject for different people.
 type Principal struct {
-	// Subject is the stable user id ("" only for Anonymous).
+	// Issuer is the issuer identifier of the token that authenticated the
+	// caller (JWT, OIDC); "" for demo users and Anonymous.
+	Issuer string
+	// Subject is the stable user id: the demo user name, or the token's
+	// sub claim, unique within Issuer ("" only for Anonymous).
 	Subject string
+}
+
+// ErrForbidden means the credentials were valid but do not grant this
+// request (RFC 6750 insufficient_scope); the transport answers 403.
+var ErrForbidden = errors.New("auth: insufficient scope")
+
+// Error is an authentication failure together with its HTTP answer (RFC
+// 6750 §3): Status 401 for a missing or invalid token, 400 for a malformed
+// request, 403 for insufficient scope; Challenge is the WWW-Authenticate
+// value to send with it. It matches ErrUnauthenticated (or ErrForbidden for
+// 403) with errors.Is. Reason is for the server log and never holds the
+// token.
+type Error struct {
+	Status    int
+	Challenge string
+	Reason    string
+}
+
+func (e *Error) Error() string { return "auth: " + e.Reason }
+
+// Unwrap returns ErrForbidden for a 403, else ErrUnauthenticated.
+func (e *Error) Unwrap() error {
+	if e.Status == http.StatusForbidden {
+		return ErrForbidden
+	}
+	return ErrUnauthenticated
 }
 
 // ErrUnauthenticated means the request carried no valid credentials; the
@@ -65,17 +99,9 @@ type DemoBearer struct {
 
 // Authenticate reads the bearer token as the user name.
 func (d DemoBearer) Authenticate(r *http.Request) (Principal, error) {
-	values := r.Header.Values("Authorization")
-	if len(values) != 1 {
-		return Principal{}, ErrUnauthenticated // none, or ambiguous
-	}
-	scheme, token, ok := strings.Cut(values[0], " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return Principal{}, ErrUnauthenticated
-	}
-	token = strings.TrimSpace(token)
-	if !ValidUserName(token) {
-		return Principal{}, ErrUnauthenticated
+	token, err := BearerToken(r.Header)
+	if err != nil || !ValidUserName(token) {
+		return Principal{}, ErrUnauthenticated // none, ambiguous or malformed
 	}
 	return Principal{Subject: token}, nil
 }

@@ -256,7 +256,8 @@ const (
 type Request struct {
 	// Method is the MCP method; Name the tool or prompt name, or the resource URI.
 	Method, Name string
-	// Principal is the authenticated user ("" without authentication).
+	// Principal is the authenticated user's id, auth.Principal.ID: a user
+	// name, or issuer#subject for a token ("" without authentication).
 	Principal string
 	// Meta is the request's _meta; capabilities are per request (META-S-02).
 	Meta *mcp.RequestMeta

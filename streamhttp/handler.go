@@ -111,6 +111,29 @@ func StatusFor(code int) int {
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
+// refuseAuth answers a failed authentication: the status and
+// WWW-Authenticate challenge of an *auth.Error (401, 400 or 403, RFC 6750
+// §3), else 401 with the Authenticator's challenge. The reason goes to the
+// log at info level; it never holds the token.
+func (h *Handler) refuseAuth(w http.ResponseWriter, r *http.Request, err error) {
+	status, challenge := http.StatusUnauthorized, h.auth.Challenge()
+	var ae *auth.Error
+	if errors.As(err, &ae) {
+		status, challenge = ae.Status, ae.Challenge
+		h.log.Info("streamhttp: request not authenticated", "status", status, "reason", ae.Reason, "remote", r.RemoteAddr)
+	}
+	if challenge != "" {
+		w.Header().Set("WWW-Authenticate", challenge)
+	}
+	msg := "Unauthorized"
+	if status == http.StatusForbidden {
+		msg = "Forbidden: insufficient scope"
+	} else if status == http.StatusBadRequest {
+		msg = "Bad Request: malformed Authorization"
+	}
+	writeError(w, status, jsonrpc.ID{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: msg})
+}
+
 // ServeHTTP handles one POST.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
@@ -125,10 +148,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := h.auth.Authenticate(r)
 	if err != nil {
-		if c := h.auth.Challenge(); c != "" {
-			w.Header().Set("WWW-Authenticate", c)
-		}
-		writeError(w, http.StatusUnauthorized, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Unauthorized"))
+		h.refuseAuth(w, r, err)
 		return
 	}
 	if cts := r.Header.Values("Content-Type"); len(cts) > 1 || (len(cts) == 1 && cts[0] != "application/json") {
@@ -170,7 +190,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sw := &streamWriter{w: w, sseOK: acceptsEventStream(r.Header.Values("Accept"))}
-	resp := h.srv.Serve(r.Context(), in, p.Subject, sw.notify)
+	resp := h.srv.Serve(r.Context(), in, p.ID(), sw.notify)
 	sw.finish(resp)
 }
 

@@ -1,0 +1,366 @@
+// Package fakeidp is an in-process OpenID Connect issuer for tests: a
+// loopback listener (no httptest) that serves discovery, a JWKS with one RSA
+// and one P-256 key, an authorize endpoint with a demo sign-in (user name
+// only), and a token endpoint issuing ID tokens and JWT access tokens for
+// the authorization code flow with PKCE S256. Sign mints tokens directly,
+// including the broken ones a resource server must refuse (alg none, HMAC
+// keyed with the public key, an unknown key).
+//
+// It is not secure and is for tests only. It is separate from
+// internal/fakeoauth (a plain OAuth provider for the connect flows), which
+// has no ID tokens or JWKS.
+package fakeidp
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"html/template"
+	"math/big"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Alg selects how Sign signs a token.
+type Alg string
+
+// Signing choices for Sign.
+const (
+	RS256 Alg = "RS256" // the issuer's RSA key (kid "rsa-1")
+	ES256 Alg = "ES256" // the issuer's P-256 key (kid "ec-1")
+	// None is an unsigned token: header alg "none", empty signature.
+	None Alg = "none"
+	// HS256PublicKey is the key-confusion forgery: alg HS256, kid of the RSA
+	// key, HMAC keyed with that public key's PEM encoding.
+	HS256PublicKey Alg = "HS256-public-key"
+	// RS256OtherKey is signed by an RSA key that is not in the JWKS but
+	// claims the published kid.
+	RS256OtherKey Alg = "RS256-other-key"
+)
+
+// Claims are the claims Sign puts in a token. Zero fields are omitted,
+// except Issuer (default: the server's URL) and Expiry (default: in one
+// hour).
+type Claims struct {
+	Issuer   string
+	Subject  string
+	Audience []string
+	Expiry   time.Time
+	Nonce    string
+	Scope    string
+	AZP      string
+}
+
+// Client is a registered OAuth client.
+type Client struct {
+	ID          string
+	Secret      string // "" for a public client
+	RedirectURL string
+}
+
+// Server is the fake issuer. URL is its issuer identifier,
+// http://127.0.0.1:<port>.
+type Server struct {
+	URL string
+
+	rsaKey, otherKey *rsa.PrivateKey
+	ecKey            *ecdsa.PrivateKey
+	srv              *http.Server
+
+	mu      sync.Mutex
+	clients map[string]Client
+	codes   map[string]*grant
+	// TokenRequests counts calls to the token endpoint.
+	tokenRequests int
+}
+
+// grant is an issued, not yet redeemed authorization code.
+type grant struct {
+	client, redirect, user, nonce, challenge, resource string
+}
+
+// Start generates keys, listens on 127.0.0.1 and serves until tb ends.
+func Start(tb testing.TB) *Server {
+	tb.Helper()
+	s := &Server{clients: map[string]Client{}, codes: map[string]*grant{}}
+	var err error
+	if s.rsaKey, err = rsa.GenerateKey(rand.Reader, 2048); err != nil {
+		tb.Fatal(err)
+	}
+	if s.otherKey, err = rsa.GenerateKey(rand.Reader, 2048); err != nil {
+		tb.Fatal(err)
+	}
+	if s.ecKey, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader); err != nil {
+		tb.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s.URL = "http://" + ln.Addr().String()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/openid-configuration", s.discovery)
+	mux.HandleFunc("GET /jwks", s.jwks)
+	mux.HandleFunc("GET /authorize", s.authorizePage)
+	mux.HandleFunc("POST /authorize", s.authorize)
+	mux.HandleFunc("POST /token", s.token)
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.srv.Serve(ln) }()
+	tb.Cleanup(func() { _ = s.srv.Close() })
+	return s
+}
+
+// AddClient registers c.
+func (s *Server) AddClient(c Client) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clients[c.ID] = c
+}
+
+// TokenRequests returns how many token requests were made.
+func (s *Server) TokenRequests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tokenRequests
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (s *Server) discovery(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"issuer":                                         s.URL,
+		"authorization_endpoint":                         s.URL + "/authorize",
+		"token_endpoint":                                 s.URL + "/token",
+		"jwks_uri":                                       s.URL + "/jwks",
+		"response_types_supported":                       []string{"code"},
+		"subject_types_supported":                        []string{"public"},
+		"id_token_signing_alg_values_supported":          []string{"RS256", "ES256"},
+		"code_challenge_methods_supported":               []string{"S256"},
+		"grant_types_supported":                          []string{"authorization_code"},
+		"token_endpoint_auth_methods_supported":          []string{"client_secret_basic", "client_secret_post", "none"},
+		"authorization_response_iss_parameter_supported": true,
+	})
+}
+
+func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+// pad returns b left-padded with zeros to n bytes (JWK and ES256 encodings).
+func pad(b []byte, n int) []byte {
+	if len(b) >= n {
+		return b
+	}
+	return append(make([]byte, n-len(b)), b...)
+}
+
+func (s *Server) jwks(w http.ResponseWriter, r *http.Request) {
+	ec, err := s.ecKey.PublicKey.Bytes() // 0x04 || X || Y
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"keys": []map[string]string{
+		{"kty": "RSA", "kid": "rsa-1", "use": "sig", "alg": "RS256",
+			"n": b64(s.rsaKey.N.Bytes()), "e": b64(big.NewInt(int64(s.rsaKey.E)).Bytes())},
+		{"kty": "EC", "kid": "ec-1", "use": "sig", "alg": "ES256", "crv": "P-256",
+			"x": b64(ec[1:33]), "y": b64(ec[33:65])},
+	}})
+}
+
+// Sign returns a compact JWS of c signed as alg says.
+func (s *Server) Sign(alg Alg, c Claims) string {
+	payload := map[string]any{"iss": s.URL, "exp": time.Now().Add(time.Hour).Unix(), "iat": time.Now().Unix()}
+	if c.Issuer != "" {
+		payload["iss"] = c.Issuer
+	}
+	if !c.Expiry.IsZero() {
+		payload["exp"] = c.Expiry.Unix()
+	}
+	if c.Subject != "" {
+		payload["sub"] = c.Subject
+	}
+	if len(c.Audience) == 1 {
+		payload["aud"] = c.Audience[0]
+	} else if len(c.Audience) > 1 {
+		payload["aud"] = c.Audience
+	}
+	if c.Nonce != "" {
+		payload["nonce"] = c.Nonce
+	}
+	if c.Scope != "" {
+		payload["scope"] = c.Scope
+	}
+	if c.AZP != "" {
+		payload["azp"] = c.AZP
+	}
+	header := map[string]string{"typ": "JWT"}
+	switch alg {
+	case RS256, RS256OtherKey:
+		header["alg"], header["kid"] = "RS256", "rsa-1"
+	case ES256:
+		header["alg"], header["kid"] = "ES256", "ec-1"
+	case None:
+		header["alg"] = "none"
+	case HS256PublicKey:
+		header["alg"], header["kid"] = "HS256", "rsa-1"
+	}
+	h, _ := json.Marshal(header)
+	p, _ := json.Marshal(payload)
+	input := b64(h) + "." + b64(p)
+	digest := sha256.Sum256([]byte(input))
+	var sig []byte
+	switch alg {
+	case RS256:
+		sig, _ = rsa.SignPKCS1v15(rand.Reader, s.rsaKey, crypto.SHA256, digest[:])
+	case RS256OtherKey:
+		sig, _ = rsa.SignPKCS1v15(rand.Reader, s.otherKey, crypto.SHA256, digest[:])
+	case ES256:
+		r, ss, _ := ecdsa.Sign(rand.Reader, s.ecKey, digest[:])
+		sig = append(pad(r.Bytes(), 32), pad(ss.Bytes(), 32)...)
+	case HS256PublicKey:
+		der, _ := x509.MarshalPKIXPublicKey(&s.rsaKey.PublicKey)
+		m := hmac.New(sha256.New, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
+		m.Write([]byte(input))
+		sig = m.Sum(nil)
+	}
+	return input + "." + b64(sig)
+}
+
+var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
+<title>Fake IdP sign-in</title>
+<form method="post" action="/authorize">
+{{range $k, $v := .}}<input type="hidden" name="{{$k}}" value="{{index $v 0}}">
+{{end}}<label>User <input name="username" id="username"></label>
+<button type="submit" id="submit">Sign in</button>
+</form>`))
+
+// authorizePage shows the demo sign-in form, carrying the request's
+// parameters along.
+func (s *Server) authorizePage(w http.ResponseWriter, r *http.Request) {
+	if _, msg := s.checkAuthorize(r.URL.Query()); msg != "" {
+		http.Error(w, msg, http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_ = loginPage.Execute(w, r.URL.Query())
+}
+
+// checkAuthorize validates an authorization request.
+func (s *Server) checkAuthorize(q url.Values) (Client, string) {
+	s.mu.Lock()
+	c, ok := s.clients[q.Get("client_id")]
+	s.mu.Unlock()
+	switch {
+	case !ok:
+		return c, "unknown client_id"
+	case q.Get("redirect_uri") != c.RedirectURL:
+		return c, "redirect_uri not registered"
+	case q.Get("response_type") != "code":
+		return c, "response_type must be code"
+	case q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "":
+		return c, "PKCE S256 required"
+	case !strings.Contains(" "+q.Get("scope")+" ", " openid "):
+		return c, "scope must include openid"
+	}
+	return c, ""
+}
+
+// authorize signs the user in (any user name) and redirects back with a
+// code, state and iss (RFC 9207).
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	q := r.PostForm
+	c, msg := s.checkAuthorize(q)
+	user := q.Get("username")
+	if msg == "" && user == "" {
+		msg = "username required"
+	}
+	if msg != "" {
+		http.Error(w, msg, http.StatusBadRequest)
+		return
+	}
+	code := b64(randomBytes(24))
+	s.mu.Lock()
+	s.codes[code] = &grant{client: c.ID, redirect: c.RedirectURL, user: user, nonce: q.Get("nonce"),
+		challenge: q.Get("code_challenge"), resource: q.Get("resource")}
+	s.mu.Unlock()
+	v := url.Values{"code": {code}, "iss": {s.URL}}
+	if st := q.Get("state"); st != "" {
+		v.Set("state", st)
+	}
+	http.Redirect(w, r, c.RedirectURL+"?"+v.Encode(), http.StatusFound)
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return b
+}
+
+// token redeems a code (once) for an ID token (aud = client id) and a JWT
+// access token (aud = the resource parameter, else the client id).
+func (s *Server) token(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.tokenRequests++
+	s.mu.Unlock()
+	if err := r.ParseForm(); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_request"})
+		return
+	}
+	id, secret, basic := r.BasicAuth()
+	if basic {
+		id, _ = url.QueryUnescape(id)
+		secret, _ = url.QueryUnescape(secret)
+	} else {
+		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+	}
+	s.mu.Lock()
+	c, ok := s.clients[id]
+	code := r.PostForm.Get("code")
+	g := s.codes[code]
+	delete(s.codes, code) // single use, even when the request fails
+	s.mu.Unlock()
+	if !ok || !hmac.Equal([]byte(secret), []byte(c.Secret)) {
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client"})
+		return
+	}
+	if r.PostForm.Get("grant_type") != "authorization_code" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type"})
+		return
+	}
+	sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
+	if g == nil || g.client != c.ID || r.PostForm.Get("redirect_uri") != g.redirect || b64(sum[:]) != g.challenge {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant"})
+		return
+	}
+	aud := c.ID
+	if g.resource != "" {
+		aud = g.resource
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"token_type":   "Bearer",
+		"expires_in":   3600,
+		"access_token": s.Sign(RS256, Claims{Subject: g.user, Audience: []string{aud}}),
+		"id_token":     s.Sign(RS256, Claims{Subject: g.user, Audience: []string{c.ID}, Nonce: g.nonce}),
+	})
+}
