@@ -86,6 +86,9 @@ type Options struct {
 	SessionTTL time.Duration
 	// Now is the clock; nil means time.Now. Tests inject one.
 	Now func() time.Time
+	// SignIn, if set, signs browsers in through an OpenID Connect issuer
+	// (auth.OIDC) instead of the demo user-name form; see signin.go.
+	SignIn IdentityProvider
 }
 
 // Service runs URL-mode flows: it starts them, serves their pages, and
@@ -100,6 +103,7 @@ type Service struct {
 	sessionTTL time.Duration
 	now        func() time.Time
 	tmpl       *template.Template
+	idp        IdentityProvider // nil: demo user-name sign-in
 
 	mu        sync.RWMutex
 	providers map[string]*OAuthProvider // by purpose
@@ -130,6 +134,7 @@ func New(opts Options) (*Service, error) {
 		sessionTTL: opts.SessionTTL,
 		now:        opts.Now,
 		tmpl:       pages,
+		idp:        opts.SignIn,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -169,11 +174,11 @@ func (s *Service) Now() time.Time { return s.now() }
 
 // StartFlow creates a pending flow for principal to provide the secret
 // named purpose, valid for FlowTTL, and logs audit event "flow_started".
-// principal must satisfy auth.ValidUserName (the only names the login page
-// accepts, so any other flow could never be finished); purpose is 1–64
-// characters of [A-Za-z0-9._-].
+// principal must be an auth.Principal ID that a browser can sign in as (a
+// demo user name or issuer#subject, see auth.ParseID), so that the flow
+// can be finished; purpose is 1–64 characters of [A-Za-z0-9._-].
 func (s *Service) StartFlow(ctx context.Context, principal, purpose string) (*store.Flow, error) {
-	if !auth.ValidUserName(principal) {
+	if _, err := auth.ParseID(principal); err != nil {
 		return nil, errors.New("connect: StartFlow: invalid principal")
 	}
 	if !validPurpose(purpose) {

@@ -118,7 +118,11 @@ type harness struct {
 
 var t0 = time.Date(2026, 7, 28, 9, 0, 0, 0, time.UTC)
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t *testing.T) *harness { t.Helper(); return newHarnessWith(t, nil) }
+
+// newHarnessWith lets configure adjust the Options (BaseURL is set) before
+// the Service is made.
+func newHarnessWith(t *testing.T, configure func(*connect.Options)) *harness {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := sqlite.Open(filepath.Join(dir, "elicit.db"))
@@ -136,13 +140,17 @@ func newHarness(t *testing.T) *harness {
 	mux.Handle("/ui/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	h.srv = httptest.NewServer(mux)
 	t.Cleanup(h.srv.Close)
-	h.svc, err = connect.New(connect.Options{
+	opts := connect.Options{
 		Store:     st,
 		MasterKey: key,
 		BaseURL:   h.srv.URL,
 		Logger:    slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Now:       h.clock.Now,
-	})
+	}
+	if configure != nil {
+		configure(&opts)
+	}
+	h.svc, err = connect.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

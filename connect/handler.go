@@ -42,6 +42,7 @@ var securityHeaders = [][2]string{
 //	GET  /connect/<flow id>      OAuth flows: who is asking, and a button
 //	POST /connect/<flow id>      same user only: redirect to the provider
 //	GET  /connect/callback       the provider's redirect back (see oauth.go)
+//	GET  /ui/login/callback      the identity provider's redirect back (signin.go)
 //
 // Mount it at "/connect/" too when OAuth providers are added
 // (AddOAuthProvider). Other methods get 405, other paths 404.
@@ -64,6 +65,8 @@ func (s *Service) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		rt = route{get: s.getKeyForm, post: s.postKey}
 	case callbackPath:
 		rt = route{get: s.getCallback}
+	case SignInCallbackPath:
+		rt = route{get: s.getSignInCallback}
 	default:
 		if strings.HasPrefix(r.URL.Path, connectPrefix) {
 			rt = route{get: s.getConnect, post: s.postConnect}
@@ -290,10 +293,18 @@ func (s *Service) loginPage(w http.ResponseWriter, r *http.Request, status int, 
 }
 
 func (s *Service) getLogin(w http.ResponseWriter, r *http.Request) {
+	if s.idp != nil {
+		s.startSignIn(w, r, r.URL.Query().Get("next"))
+		return
+	}
 	s.loginPage(w, r, http.StatusOK, r.URL.Query().Get("next"), "", "")
 }
 
 func (s *Service) postLogin(w http.ResponseWriter, r *http.Request) {
+	if s.idp != nil {
+		s.message(w, http.StatusNotFound, "Not found", "Sign-in is through your identity provider: open the link again.", "not-found", true, nil)
+		return
+	}
 	next := safeNext(r.PostForm.Get("next"))
 	c, err := r.Cookie(LoginCSRFCookie)
 	if err != nil || !tokensEqual(c.Value, r.PostForm.Get("csrf")) {
@@ -310,6 +321,13 @@ func (s *Service) postLogin(w http.ResponseWriter, r *http.Request) {
 		s.loginPage(w, r, http.StatusBadRequest, next, shown, "User names are 1 to 64 letters, digits, dots, underscores or hyphens.")
 		return
 	}
+	s.startSession(w, r, username, next)
+}
+
+// startSession signs the browser in as principal (an auth.Principal.ID)
+// and redirects it to next, a safeNext path: the demo form and the
+// identity provider's callback both end here.
+func (s *Service) startSession(w http.ResponseWriter, r *http.Request, principal, next string) {
 	ctx := r.Context()
 	// A fresh session id on every login (no session fixation); the old
 	// session, if any, ends.
@@ -333,14 +351,14 @@ func (s *Service) postLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.now()
-	sess := &store.Session{ID: id, Principal: username, CSRF: csrf, CreatedAt: now, ExpiresAt: now.Add(s.sessionTTL)}
+	sess := &store.Session{ID: id, Principal: principal, CSRF: csrf, CreatedAt: now, ExpiresAt: now.Add(s.sessionTTL)}
 	if err := s.store.CreateSession(ctx, sess); err != nil {
 		s.internalError(w, r, "create session", err)
 		return
 	}
 	s.expireLegacyCookie(w)
 	http.SetCookie(w, s.cookie(SessionCookie, id, int(s.sessionTTL.Seconds())))
-	s.audit(ctx, slog.LevelInfo, "login", slog.String("principal", username), remote(r))
+	s.audit(ctx, slog.LevelInfo, "login", slog.String("principal", principal), remote(r))
 	redirect(w, next)
 }
 

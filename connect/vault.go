@@ -36,23 +36,34 @@ func aad(principal, name string) []byte {
 	return []byte(principal + "\x00" + name)
 }
 
-// seal encrypts plaintext with AES-256-GCM under a fresh random nonce and
-// returns nonce||ciphertext.
+// seal encrypts principal's secret called name (see sealWith).
 func (s *Service) seal(principal, name string, plaintext []byte) ([]byte, error) {
-	nonce, err := randomBytes(s.aead.NonceSize())
-	if err != nil {
-		return nil, err
-	}
-	return s.aead.Seal(nonce, nonce, plaintext, aad(principal, name)), nil
+	return s.sealWith(aad(principal, name), plaintext)
 }
 
 // open reverses seal; any malformed or foreign blob gives errDecrypt.
 func (s *Service) open(principal, name string, blob []byte) ([]byte, error) {
+	return s.openWith(aad(principal, name), blob)
+}
+
+// sealWith encrypts plaintext with AES-256-GCM under a fresh random nonce,
+// bound to the additional data ad, and returns nonce||ciphertext.
+func (s *Service) sealWith(ad, plaintext []byte) ([]byte, error) {
+	nonce, err := randomBytes(s.aead.NonceSize())
+	if err != nil {
+		return nil, err
+	}
+	return s.aead.Seal(nonce, nonce, plaintext, ad), nil
+}
+
+// openWith reverses sealWith; any malformed or foreign blob gives
+// errDecrypt.
+func (s *Service) openWith(ad, blob []byte) ([]byte, error) {
 	n := s.aead.NonceSize()
 	if len(blob) < n+s.aead.Overhead() {
 		return nil, errDecrypt
 	}
-	pt, err := s.aead.Open(nil, blob[:n], blob[n:], aad(principal, name))
+	pt, err := s.aead.Open(nil, blob[:n], blob[n:], ad)
 	if err != nil {
 		return nil, errDecrypt
 	}

@@ -80,11 +80,19 @@ type Server struct {
 	ecKey            *ecdsa.PrivateKey
 	srv              *http.Server
 
-	mu      sync.Mutex
-	clients map[string]Client
-	codes   map[string]*grant
-	// TokenRequests counts calls to the token endpoint.
+	mu            sync.Mutex
+	clients       map[string]Client
+	codes         map[string]*grant
 	tokenRequests int
+	idTokenHook   func(*Claims, *Alg)
+}
+
+// SetIDTokenHook makes the token endpoint pass each ID token's claims and
+// algorithm through f before signing, to issue broken ID tokens.
+func (s *Server) SetIDTokenHook(f func(*Claims, *Alg)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.idTokenHook = f
 }
 
 // grant is an issued, not yet redeemed authorization code.
@@ -357,10 +365,17 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	if g.resource != "" {
 		aud = g.resource
 	}
+	idc, alg := Claims{Subject: g.user, Audience: []string{c.ID}, Nonce: g.nonce}, RS256
+	s.mu.Lock()
+	hook := s.idTokenHook
+	s.mu.Unlock()
+	if hook != nil {
+		hook(&idc, &alg)
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"token_type":   "Bearer",
 		"expires_in":   3600,
 		"access_token": s.Sign(RS256, Claims{Subject: g.user, Audience: []string{aud}}),
-		"id_token":     s.Sign(RS256, Claims{Subject: g.user, Audience: []string{c.ID}, Nonce: g.nonce}),
+		"id_token":     s.Sign(alg, idc),
 	})
 }
