@@ -38,6 +38,7 @@ type config struct {
 	idleTimeout       time.Duration
 	shutdownTimeout   time.Duration
 	demoOAuthAddr     string           // demo calendar provider; "" = none (calendar.go)
+	auth              authConfig       // --auth and its settings (jwtauth.go)
 	now               func() time.Time // nil = time.Now; tests inject a clock
 }
 
@@ -215,7 +216,7 @@ func (cfg *config) check() error {
 	if err != nil {
 		return fmt.Errorf("--addr: %w", err)
 	}
-	if !isLoopback(host) && !cfg.insecureDemoAuth {
+	if cfg.auth.mode != "jwt" && !isLoopback(host) && !cfg.insecureDemoAuth {
 		return fmt.Errorf("--addr %s is not a loopback address: demo auth lets anyone claim any user; pass --insecure-demo-auth to accept that", cfg.addr)
 	}
 	if cfg.storeURL != "" && !isPostgresURL(cfg.storeURL) {
@@ -232,7 +233,7 @@ func (cfg *config) check() error {
 		return fmt.Errorf("--public-url must be an http(s) origin such as https://mcp.example.com")
 	}
 	cfg.publicURL = strings.TrimSuffix(cfg.publicURL, "/")
-	return nil
+	return cfg.auth.check(cfg.publicURL)
 }
 
 // parseConfigFile decodes a --config file: one JSON object whose keys are

@@ -80,6 +80,13 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvWith(t, nil)
+}
+
+// newEnvWith lets configure adjust the config (addr, publicURL and the
+// data directory are set) before the app is built.
+func newEnvWith(t *testing.T, configure func(*config)) *env {
+	t.Helper()
 	e := &env{t: t, logs: &syncBuffer{}, rec: &recorder{}}
 	e.clock.Store(time.Now().UnixNano())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -88,6 +95,9 @@ func newEnv(t *testing.T) *env {
 	}
 	cfg := &config{addr: ln.Addr().String(), dataDir: t.TempDir(), publicURL: "http://" + ln.Addr().String(),
 		demoOAuthAddr: "127.0.0.1:0", now: func() time.Time { return time.Unix(0, e.clock.Load()) }}
+	if configure != nil {
+		configure(cfg)
+	}
 	logger := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.app, err = newApp(cfg, logger)
 	if err != nil {
@@ -105,6 +115,7 @@ func (e *env) advance(d time.Duration) { e.clock.Add(int64(d)) }
 // mcpResponse is one MCP answer.
 type mcpResponse struct {
 	Status int
+	Header http.Header
 	Raw    string
 	Result map[string]any
 	Error  *struct {
@@ -141,7 +152,7 @@ func (e *env) mcp(user, method, name, body string, extra ...string) *mcpResponse
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	out := &mcpResponse{Status: resp.StatusCode, Raw: string(b)}
+	out := &mcpResponse{Status: resp.StatusCode, Header: resp.Header, Raw: string(b)}
 	var env struct {
 		Result map[string]any  `json:"result"`
 		Error  json.RawMessage `json:"error"`

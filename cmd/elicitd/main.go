@@ -19,9 +19,10 @@
 // Settings come from flags, ELICIT_* environment variables and an optional
 // --config JSON file (config.go; elicitd --help lists them all).
 //
-// Authentication is the demo bearer scheme (the token is the user name),
-// which is only safe on loopback: a non-loopback --addr needs
-// --insecure-demo-auth.
+// Authentication is the demo bearer scheme (the token is the user name) by
+// default, which is only safe on loopback: a non-loopback --addr needs
+// --insecure-demo-auth. --auth jwt accepts bearer JWTs from --jwt-issuer
+// and signs the pages' users in there with OpenID Connect (jwtauth.go).
 package main
 
 import (
@@ -44,7 +45,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcp-elicit/elicit/auth"
 	"github.com/mcp-elicit/elicit/connect"
 	"github.com/mcp-elicit/elicit/examples/billing"
 	"github.com/mcp-elicit/elicit/examples/reports"
@@ -249,7 +249,12 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 		now = time.Now
 	}
 	a.sweep = func(ctx context.Context) (int64, error) { return st.DeleteExpired(ctx, now()) }
-	flows, err := connect.New(connect.Options{Store: st, MasterKey: master, BaseURL: cfg.publicURL, Logger: logger, Now: now})
+	authn, err := newAuth(cfg, now)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	flows, err := connect.New(connect.Options{Store: st, MasterKey: master, BaseURL: cfg.publicURL, Logger: logger, Now: now, SignIn: authn.signIn})
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -288,12 +293,15 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", streamhttp.NewHandler(srv, &streamhttp.Options{
-		Auth:         auth.DemoBearer{Realm: "elicitd"},
+		Auth:         authn.mcp,
 		AllowedHosts: hosts,
 		Logger:       logger,
 	}))
 	mux.Handle("/ui/", streamhttp.AllowHosts(hosts, flows.Handler()))
 	mux.Handle("/connect/", streamhttp.AllowHosts(hosts, flows.Handler()))
+	for pattern, h := range authn.routes {
+		mux.Handle(pattern, h)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok\n")

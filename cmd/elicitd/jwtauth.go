@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/mcp-elicit/elicit/auth"
+	"github.com/mcp-elicit/elicit/connect"
+)
+
+// authConfig is how callers and page users authenticate (--auth and the
+// jwt-/oidc- settings).
+type authConfig struct {
+	mode         string // "demo" or "jwt"
+	issuer       string
+	resource     string // "" = <public-url>/mcp
+	algs         []string
+	scopes       []string
+	clientID     string
+	clientSecret string // ELICIT_OIDC_CLIENT_SECRET only
+}
+
+func init() {
+	addSettings(
+		setting{name: "auth", def: "demo", usage: "authentication: demo (bearer token = user name, pages ask a name; loopback only) or jwt (bearer JWTs from --jwt-issuer; pages sign in there with OpenID Connect)",
+			apply: func(c *config, v string) error {
+				if v != "demo" && v != "jwt" {
+					return errors.New("want demo or jwt")
+				}
+				c.auth.mode = v
+				return nil
+			}},
+		setting{name: "jwt-issuer", def: "", usage: "--auth jwt: issuer URL of the authorization server (its /.well-known/openid-configuration gives the JWKS and the sign-in endpoints)",
+			apply: func(c *config, v string) error { c.auth.issuer = v; return nil }},
+		setting{name: "jwt-resource", def: "", defDoc: "<public-url>/mcp", usage: "--auth jwt: this server's resource identifier (RFC 8707); tokens' aud must contain it",
+			apply: func(c *config, v string) error { c.auth.resource = v; return nil }},
+		setting{name: "jwt-algs", def: "RS256,ES256", usage: "--auth jwt: accepted JWS algorithms, comma-separated (asymmetric only: RSnnn, PSnnn, ESnnn, EdDSA; never none or HMAC)",
+			apply: func(c *config, v string) error { c.auth.algs = splitList(v); return nil }},
+		setting{name: "jwt-scopes", def: "", usage: "--auth jwt: scopes every token must grant, comma-separated (403 insufficient_scope otherwise)",
+			apply: func(c *config, v string) error { c.auth.scopes = splitList(v); return nil }},
+		setting{name: "oidc-client-id", def: "", usage: "--auth jwt: the pages' OAuth client id at the issuer; register the redirect URI public URL + " + connect.SignInCallbackPath,
+			apply: func(c *config, v string) error { c.auth.clientID = v; return nil }},
+		setting{name: "oidc-client-secret", envOnly: true, def: "", defDoc: "none (public client, PKCE only)", usage: "--auth jwt: the pages' OAuth client secret",
+			apply: func(c *config, v string) error { c.auth.clientSecret = v; return nil }},
+	)
+}
+
+// splitList splits a comma-separated setting, dropping empty entries.
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// check validates the jwt settings once publicURL is known.
+func (a *authConfig) check(publicURL string) error {
+	if a.mode != "jwt" {
+		if a.issuer != "" || a.clientID != "" {
+			return errors.New("--jwt-issuer and --oidc-client-id need --auth jwt")
+		}
+		return nil
+	}
+	if a.resource == "" {
+		a.resource = publicURL + "/mcp"
+	}
+	switch {
+	case a.issuer == "":
+		return errors.New("--auth jwt needs --jwt-issuer")
+	case a.clientID == "":
+		return errors.New("--auth jwt needs --oidc-client-id (the URL-mode pages sign users in at the issuer)")
+	}
+	if err := auth.ValidIssuer(a.issuer); err != nil {
+		return fmt.Errorf("--jwt-issuer: %w", err)
+	}
+	return nil
+}
+
+// authSetup is what the server needs from the auth settings.
+type authSetup struct {
+	mcp    auth.Authenticator
+	signIn connect.IdentityProvider // nil: the demo sign-in form
+	// routes are public handlers to mount, by pattern (the protected
+	// resource metadata).
+	routes map[string]http.Handler
+}
+
+// discoveryTimeout bounds fetching the issuer's metadata at start-up.
+const discoveryTimeout = 30 * time.Second
+
+// newAuth builds the authenticator, the pages' sign-in and the metadata
+// routes. With --auth jwt it fetches the issuer's discovery document, so
+// an unreachable or misconfigured issuer stops start-up with the reason.
+func newAuth(cfg *config, now func() time.Time) (*authSetup, error) {
+	a := &cfg.auth
+	if a.mode != "jwt" {
+		return &authSetup{mcp: auth.DemoBearer{Realm: "elicitd"}}, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), discoveryTimeout)
+	defer cancel()
+	j, err := auth.NewJWT(ctx, auth.JWTOptions{Issuer: a.issuer, Resource: a.resource, Algorithms: a.algs, Scopes: a.scopes, Now: now})
+	if err != nil {
+		return nil, fmt.Errorf("--auth jwt: %w", err)
+	}
+	o, err := auth.NewOIDC(ctx, auth.OIDCOptions{Issuer: a.issuer, ClientID: a.clientID, ClientSecret: a.clientSecret,
+		RedirectURL: cfg.publicURL + connect.SignInCallbackPath, Algorithms: a.algs, Now: now})
+	if err != nil {
+		return nil, fmt.Errorf("--auth jwt: pages sign-in: %w", err)
+	}
+	meta := auth.MetadataHandler(j.Metadata())
+	return &authSetup{mcp: j, signIn: o, routes: map[string]http.Handler{
+		auth.MetadataPath(a.resource):           meta,
+		"/.well-known/oauth-protected-resource": meta,
+	}}, nil
+}
