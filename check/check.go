@@ -185,6 +185,12 @@ type Config struct {
 	// OtherToken, when set, is a second user's token, for replaying one
 	// user's state as another (replay-other-user).
 	OtherToken string
+	// OtherTool names the tool to replay the state against
+	// (replay-other-tool); it is called with no arguments, or with Args
+	// when it requires some. "" means the first tool the server marks
+	// read-only or non-destructive: the checker calls no other tool that
+	// might change something.
+	OtherTool string
 	// HTTPClient sends the MCP requests; nil means a new client. URL-mode
 	// links are fetched with a separate client that keeps no cookies.
 	HTTPClient *http.Client

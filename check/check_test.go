@@ -113,6 +113,23 @@ func TestReadableDecodings(t *testing.T) {
 	}
 }
 
+func TestRawText(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		want bool
+	}{
+		{"request_state", true},
+		{"round=2;name=ada", true},
+		{"AQJrMSBk6XtB1WdmdKiZ_8Cht9hXI6JERi4TMLPwzpGkDopQ", false},
+		{"deadbeefcafe0123", false},
+		{"a1b2", false},
+	} {
+		if got := rawText(tc.s); got != tc.want {
+			t.Errorf("rawText(%q) = %v, want %v", tc.s, got, tc.want)
+		}
+	}
+}
+
 func TestURLProblems(t *testing.T) {
 	for _, tc := range []struct {
 		url  string

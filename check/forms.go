@@ -53,7 +53,7 @@ func (c *checker) caseFormInvalid(ctx context.Context) Result {
 	return Result{Verdict: Pass, Observed: fmt.Sprintf("%d invalid answers, none accepted: %s", len(seen), strings.Join(seen, "; "))}
 }
 
-func (c *checker) caseFormSecret() Result {
+func (c *checker) caseFormSecret(context.Context) Result {
 	keys := c.elicitations(mcp.ElicitationModeForm)
 	if len(keys) == 0 {
 		return Result{Verdict: NotApplicable, Observed: "the tool asks no form"}
@@ -102,7 +102,7 @@ func (c *checker) urls() map[string]string {
 // JSON object).
 var jwtLike = regexp.MustCompile(`eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`)
 
-func (c *checker) caseURLSafe() Result {
+func (c *checker) caseURLSafe(context.Context) Result {
 	links := c.urls()
 	if len(links) == 0 {
 		return Result{Verdict: NotApplicable, Observed: "the tool asks nothing in URL mode"}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -18,40 +19,37 @@ import (
 // ClientInfo is the clientInfo the checker sends.
 var ClientInfo = mcp.Implementation{Name: "elicit-check", Version: "0.1.0"}
 
-// expectations holds each case's expectation sentence.
-var expectations = map[string]string{
-	CaseCapability:        "a client that lacks the mode the tool asks in gets -32021 or an honest refusal (an error, or a question only in declared modes), never a success",
-	CaseDecline:           "declining ends the call without success, and the server does not keep asking",
-	CaseCancel:            "cancelling ends the call without success, and the server does not keep asking",
-	CaseStateBitFlip:      "a requestState with one character changed is refused (RS-S-03)",
-	CaseStateTruncated:    "a truncated requestState is refused (RS-S-03)",
-	CaseStateReencoded:    "the same requestState bytes spelled another way (base64 alphabet, padding) are refused: one spelling per state",
-	CaseStateSegments:     "a requestState with its segments swapped is refused (RS-S-03)",
-	CaseStatePlaintext:    "the requestState is sealed: it does not decode to readable JSON or text and holds neither the token nor the arguments (RS-NOTE-01)",
-	CaseReplayOtherUser:   "one user's requestState and answers, replayed under another user's token, are refused (RS-S-05, ELI-S-09)",
-	CaseReplayChangedArgs: "a requestState replayed with changed arguments is refused or the question asked afresh (RS-S-07)",
-	CaseReplayOtherTool:   "a requestState replayed against another tool is refused, or that tool asks its own question (RS-S-07)",
-	CaseResponsesMissing:  "a retry without the answers is asked again or refused, never taken as answered (MRTR-S-14)",
-	CaseResponsesExtra:    "an extra inputResponses entry is ignored (same outcome as without it) or refused (MRTR-S-13)",
-	CaseResponsesWrongKey: "answers under keys the server did not issue are not taken as the answers (MRTR-C-05)",
-	CaseReplayCompleted:   "replaying a completed retry gives the same result or a refusal, and no second effect (RS-S-08)",
-	CaseSwappedPending:    "two pending operations of one user with their states and answers swapped are refused or asked afresh",
-	CaseFormInvalid:       "form answers that break the requested schema (type, bounds, format, enum, required) are refused or asked again (ELI-S-07)",
-	CaseFormSecret:        "form mode asks for nothing that looks like a password, API key, token or card data (ELI-S-01)",
-	CaseURLSafe:           "URL-mode links are https (http only on loopback), with no userinfo, no credential-looking parameter and none of the token or argument values",
-	CaseURLNoLogin:        "opening the link with no cookies leads to a login (or a refusal), not a signed-in session or a success page (SEC-U-S-04, SEC-U-S-06)",
-	CaseURLUnfinished:     "accepting a URL-mode request without finishing the page is not a success: the server asks again or reports it incomplete",
-}
-
-// caseOrder is the order of the report.
-var caseOrder = []string{
-	CaseCapability, CaseDecline, CaseCancel,
-	CaseStateBitFlip, CaseStateTruncated, CaseStateReencoded, CaseStateSegments, CaseStatePlaintext,
-	CaseReplayOtherUser, CaseReplayChangedArgs, CaseReplayOtherTool,
-	CaseResponsesMissing, CaseResponsesExtra, CaseResponsesWrongKey,
-	CaseReplayCompleted, CaseSwappedPending,
-	CaseFormInvalid, CaseFormSecret,
-	CaseURLSafe, CaseURLNoLogin, CaseURLUnfinished,
+// cases are the checks, in the order they run and are reported: each
+// with the sentence saying what a safe server does.
+var cases = []struct {
+	id, expect string
+	run        func(c *checker, ctx context.Context) Result
+}{
+	{CaseCapability, "a client that lacks the mode the tool asks in gets -32021 or an honest refusal (an error, or a question only in declared modes), never a success", (*checker).caseCapability},
+	{CaseDecline, "declining ends the call without success, and the server does not keep asking", refusalCase(answerDecline)},
+	{CaseCancel, "cancelling ends the call without success, and the server does not keep asking", refusalCase(answerCancel)},
+	{CaseStateBitFlip, "a requestState with one character changed is refused (RS-S-03)",
+		tamperCase(bitFlips, "the state has no letter or digit to change")},
+	{CaseStateTruncated, "a truncated requestState is refused (RS-S-03)",
+		tamperCase(truncations, "the state is too short to cut")},
+	{CaseStateReencoded, "the same requestState bytes spelled another way (base64 alphabet, padding) are refused: one spelling per state",
+		tamperCase(reencodings, "the state has no other spelling (no base64 alphabet or padding marks)")},
+	{CaseStateSegments, "a requestState with its segments swapped is refused (RS-S-03)",
+		tamperCase(segmentSwaps, "the state has no separated segments")},
+	{CaseStatePlaintext, "the requestState is sealed: it does not decode to readable JSON or text and holds neither the token nor the arguments (RS-NOTE-01)", (*checker).casePlaintext},
+	{CaseReplayOtherUser, "one user's requestState and answers, replayed under another user's token, are refused (RS-S-05, ELI-S-09)", (*checker).caseOtherUser},
+	{CaseReplayChangedArgs, "a requestState replayed with changed arguments is refused or the question asked afresh (RS-S-07)", (*checker).caseChangedArgs},
+	{CaseReplayOtherTool, "a requestState replayed against another tool is refused, or that tool asks its own question (RS-S-07)", (*checker).caseOtherTool},
+	{CaseResponsesMissing, "a retry without the answers is asked again or refused, never taken as answered (MRTR-S-14)", (*checker).caseMissing},
+	{CaseResponsesExtra, "an extra inputResponses entry is ignored (same outcome as without it) or refused (MRTR-S-13)", (*checker).caseExtra},
+	{CaseResponsesWrongKey, "answers under keys the server did not issue are not taken as the answers (MRTR-C-05)", (*checker).caseWrongKey},
+	{CaseReplayCompleted, "replaying a completed retry gives the same result or a refusal, and no second effect (RS-S-08)", (*checker).caseReplayCompleted},
+	{CaseSwappedPending, "two pending operations of one user with their states and answers swapped are refused or asked afresh", (*checker).caseSwapped},
+	{CaseFormInvalid, "form answers that break the requested schema (type, bounds, format, enum, required) are refused or asked again (ELI-S-07)", (*checker).caseFormInvalid},
+	{CaseFormSecret, "form mode asks for nothing that looks like a password, API key, token or card data (ELI-S-01)", (*checker).caseFormSecret},
+	{CaseURLSafe, "URL-mode links are https (http only on loopback), with no userinfo, no credential-looking parameter and none of the token or argument values", (*checker).caseURLSafe},
+	{CaseURLNoLogin, "opening the link with no cookies leads to a login (or a refusal), not a signed-in session or a success page (SEC-U-S-04, SEC-U-S-06)", (*checker).caseURLNoLogin},
+	{CaseURLUnfinished, "accepting a URL-mode request without finishing the page is not a success: the server asks again or reports it incomplete", (*checker).caseURLUnfinished},
 }
 
 // checker is one run.
@@ -69,6 +67,9 @@ type checker struct {
 	control    answerKind
 	controlOut *outcome
 	controlWhy string
+	// tamperAccepted lists the altered states the server accepted, for
+	// state-plaintext ("accepted after a modification").
+	tamperAccepted []string
 	// changedArgs are other valid arguments (the call still asks), for
 	// the changed-arguments and swapped-operations cases.
 	changedArgs json.RawMessage
@@ -135,15 +136,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	case c.first.err != nil || c.first.rpc != nil:
 		c.allCases(rep, CouldNotTest, "the first call failed: "+c.first.String())
 		return c.finish(rep), nil
+	case c.first.complete && c.first.isError:
+		c.allCases(rep, CouldNotTest, "the first call ended in an error result ("+c.first.String()+"); check the tool arguments")
+		return c.finish(rep), nil
 	case c.first.complete:
 		c.allCases(rep, NotApplicable, "the tool completed without asking for input ("+c.first.String()+"); call it with arguments or as a user for which it asks")
 		return c.finish(rep), nil
 	}
 	c.findControl(ctx)
 	c.findChangedArgs(ctx)
-	for _, id := range caseOrder {
-		res := c.run(ctx, id)
-		res.ID, res.Expectation = id, expectations[id]
+	for _, k := range cases {
+		res := k.run(c, ctx)
+		res.ID, res.Expectation = k.id, k.expect
 		rep.add(res)
 	}
 	return c.finish(rep), nil
@@ -167,57 +171,9 @@ func (c *checker) redact(s string) string {
 }
 
 func (c *checker) allCases(rep *Report, v Verdict, why string) {
-	for _, id := range caseOrder {
-		rep.add(Result{ID: id, Expectation: expectations[id], Observed: why, Verdict: v})
+	for _, k := range cases {
+		rep.add(Result{ID: k.id, Expectation: k.expect, Observed: why, Verdict: v})
 	}
-}
-
-func (c *checker) run(ctx context.Context, id string) Result {
-	switch id {
-	case CaseCapability:
-		return c.caseCapability(ctx)
-	case CaseDecline:
-		return c.caseRefusal(ctx, answerDecline)
-	case CaseCancel:
-		return c.caseRefusal(ctx, answerCancel)
-	case CaseStateBitFlip:
-		return c.caseTamper(ctx, bitFlips, "the state has no letter or digit to change")
-	case CaseStateTruncated:
-		return c.caseTamper(ctx, truncations, "the state is too short to cut")
-	case CaseStateReencoded:
-		return c.caseTamper(ctx, reencodings, "the state has no other spelling (no base64 alphabet or padding marks)")
-	case CaseStateSegments:
-		return c.caseTamper(ctx, segmentSwaps, "the state has no separated segments")
-	case CaseStatePlaintext:
-		return c.casePlaintext(ctx)
-	case CaseReplayOtherUser:
-		return c.caseOtherUser(ctx)
-	case CaseReplayChangedArgs:
-		return c.caseChangedArgs(ctx)
-	case CaseReplayOtherTool:
-		return c.caseOtherTool(ctx)
-	case CaseResponsesMissing:
-		return c.caseMissing(ctx)
-	case CaseResponsesExtra:
-		return c.caseExtra(ctx)
-	case CaseResponsesWrongKey:
-		return c.caseWrongKey(ctx)
-	case CaseReplayCompleted:
-		return c.caseReplayCompleted(ctx)
-	case CaseSwappedPending:
-		return c.caseSwapped(ctx)
-	case CaseFormInvalid:
-		return c.caseFormInvalid(ctx)
-	case CaseFormSecret:
-		return c.caseFormSecret()
-	case CaseURLSafe:
-		return c.caseURLSafe()
-	case CaseURLNoLogin:
-		return c.caseURLNoLogin(ctx)
-	case CaseURLUnfinished:
-		return c.caseURLUnfinished(ctx)
-	}
-	return Result{Verdict: CouldNotTest, Observed: "unknown case"}
 }
 
 // start makes a first call of a new operation.
@@ -255,7 +211,7 @@ func (c *checker) findControl(ctx context.Context) {
 			c.controlWhy = why
 			return
 		}
-		r := c.genuine0(ctx, op, k)
+		r := c.retry(ctx, c.a, c.args, answers(op, k), op.state)
 		if r.complete || r.advanced(op) {
 			c.control, c.controlOut = k, r
 			return
@@ -263,10 +219,6 @@ func (c *checker) findControl(ctx context.Context) {
 		tried = append(tried, k.String()+" → "+r.String())
 	}
 	c.controlWhy = "no genuine answer moved the call on (" + strings.Join(tried, "; ") + "), so a refusal of an altered retry cannot be told from a normal one"
-}
-
-func (c *checker) genuine0(ctx context.Context, op *outcome, k answerKind) *outcome {
-	return c.retry(ctx, c.a, c.args, answers(op, k), op.state)
 }
 
 // accepted reports whether o is what the control got, or moved the call on.
@@ -312,6 +264,20 @@ func (c *checker) needControl() (Result, bool) {
 		return Result{Verdict: CouldNotTest, Observed: c.controlWhy}, false
 	}
 	return Result{}, true
+}
+
+// controlledOp starts an operation for a case that needs the control; when
+// there is none, or the call did not ask, it returns nil and the case's
+// "could not test" result.
+func (c *checker) controlledOp(ctx context.Context) (*outcome, Result) {
+	if r, ok := c.needControl(); !ok {
+		return nil, r
+	}
+	op, why := c.startAsk(ctx, c.args)
+	if op == nil {
+		return nil, Result{Verdict: CouldNotTest, Observed: why}
+	}
+	return op, Result{}
 }
 
 // elicitations returns the first round's elicitation requests by mode.
@@ -417,12 +383,12 @@ func (c *checker) caseTamper(ctx context.Context, alter func(string) []tamper, n
 	if len(alter(*c.first.state)) == 0 {
 		return Result{Verdict: NotApplicable, Observed: none}
 	}
-	if r, ok := c.needControl(); !ok {
-		return r
+	op, res := c.controlledOp(ctx)
+	if op == nil {
+		return res
 	}
-	op, why := c.startAsk(ctx, c.args)
-	if op == nil || op.state == nil {
-		return Result{Verdict: CouldNotTest, Observed: why}
+	if op.state == nil {
+		return Result{Verdict: CouldNotTest, Observed: "a fresh call sent no requestState: " + op.String()}
 	}
 	var attempts []attempt
 	for _, t := range alter(*op.state) {
@@ -432,7 +398,22 @@ func (c *checker) caseTamper(ctx context.Context, alter func(string) []tamper, n
 	if len(attempts) == 0 {
 		return Result{Verdict: NotApplicable, Observed: none}
 	}
-	return c.judge(ctx, op, c.args, attempts)
+	res = c.judge(ctx, op, c.args, attempts)
+	if res.Verdict == Fail {
+		c.tamperAccepted = append(c.tamperAccepted, res.Observed)
+	}
+	return res
+}
+
+// refusalCase is the decline or the cancel case.
+func refusalCase(k answerKind) func(*checker, context.Context) Result {
+	return func(c *checker, ctx context.Context) Result { return c.caseRefusal(ctx, k) }
+}
+
+// tamperCase is a state case: alter gives the altered states, none says
+// why there are none.
+func tamperCase(alter func(string) []tamper, none string) func(*checker, context.Context) Result {
+	return func(c *checker, ctx context.Context) Result { return c.caseTamper(ctx, alter, none) }
 }
 
 // argValues returns the string and number values of the arguments, for
@@ -456,14 +437,7 @@ func (c *checker) argValues() []string {
 	return out
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 func (c *checker) casePlaintext(ctx context.Context) Result {
 	if c.first.state == nil {
@@ -472,6 +446,9 @@ func (c *checker) casePlaintext(ctx context.Context) Result {
 	s := *c.first.state
 	var found []string
 	var jsonDoc []byte
+	if rawText(s) {
+		found = append(found, "is readable text ("+clipEscape(c.redact(s), 80)+")")
+	}
 	for i, d := range decodings(s) {
 		if kind, ok := readable(d); ok && (i > 0 || kind == "JSON") { // the state itself is text
 			found = append(found, "decodes to readable "+kind+" ("+clipEscape(c.redact(string(d)), 80)+")")
@@ -487,6 +464,9 @@ func (c *checker) casePlaintext(ctx context.Context) Result {
 				found = append(found, "holds "+strconv.Quote(c.redact(v))+" verbatim")
 			}
 		}
+	}
+	if len(c.tamperAccepted) > 0 {
+		found = append(found, "was accepted after a modification (see the state cases above)")
 	}
 	if len(found) == 0 {
 		return Result{Verdict: Pass, Observed: fmt.Sprintf("the %d-character state decodes to no readable JSON or text and holds neither the token, the tool name nor an argument value", len(s))}
@@ -547,12 +527,9 @@ func (c *checker) caseOtherUser(ctx context.Context) Result {
 	if c.b == nil {
 		return Result{Verdict: NotApplicable, Observed: "no --other-token was given"}
 	}
-	if r, ok := c.needControl(); !ok {
-		return r
-	}
-	op, why := c.startAsk(ctx, c.args)
+	op, res := c.controlledOp(ctx)
 	if op == nil {
-		return Result{Verdict: CouldNotTest, Observed: why}
+		return res
 	}
 	o := c.retry(ctx, c.b, c.args, answers(op, c.control), op.state)
 	var ae *mcpclient.AuthError
@@ -569,12 +546,9 @@ func (c *checker) caseChangedArgs(ctx context.Context) Result {
 	if c.changedArgs == nil {
 		return Result{Verdict: c.changedVerdict(), Observed: c.changedWhy}
 	}
-	if r, ok := c.needControl(); !ok {
-		return r
-	}
-	op, why := c.startAsk(ctx, c.args)
+	op, res := c.controlledOp(ctx)
 	if op == nil {
-		return Result{Verdict: CouldNotTest, Observed: why}
+		return res
 	}
 	o := c.retry(ctx, c.a, c.changedArgs, answers(op, c.control), op.state)
 	return c.judge(ctx, op, c.args, []attempt{{"the retry with " + c.changedWhat, o}})
@@ -679,7 +653,7 @@ func (c *checker) caseOtherTool(ctx context.Context) Result {
 			args = c.args
 		}
 		base := do(ctx, call{client: c.a, tool: t.Name, args: args, caps: &c.full})
-		if base.err != nil || base.rpc != nil {
+		if base.err != nil || base.rpc != nil || base.isError {
 			notes = append(notes, clipEscape(t.Name, 40)+" without state: "+base.String())
 			continue
 		}
@@ -705,7 +679,7 @@ func (c *checker) caseOtherTool(ctx context.Context) Result {
 		notes = append(notes, clipEscape(t.Name, 40)+" completes with or without the state ("+o.String()+")")
 	}
 	if len(notes) == 0 {
-		return Result{Verdict: CouldNotTest, Observed: "no other tool can be called with no arguments or with these arguments"}
+		return Result{Verdict: CouldNotTest, Observed: "no other tool is marked read-only or non-destructive and callable with no arguments or with these (name one with --other-tool)"}
 	}
 	return Result{Verdict: CouldNotTest, Observed: "no other tool showed whether it takes this state: " + strings.Join(notes, "; ")}
 }
@@ -728,7 +702,12 @@ func (c *checker) otherTools(args map[string]any) []*mcp.Tool {
 		if t.Name == c.cfg.Tool {
 			continue
 		}
-		ok := true
+		if c.cfg.OtherTool != "" && t.Name != c.cfg.OtherTool {
+			continue
+		}
+		// Calling a tool the user did not name is only safe when it says
+		// it changes nothing.
+		ok := c.cfg.OtherTool != "" || readOnly(t) || notDestructive(t)
 		for _, r := range required(t) {
 			if _, has := args[r]; !has {
 				ok = false
@@ -743,6 +722,10 @@ func (c *checker) otherTools(args map[string]any) []*mcp.Tool {
 		out = out[:4]
 	}
 	return out
+}
+
+func notDestructive(t *mcp.Tool) bool {
+	return t.Annotations != nil && t.Annotations.DestructiveHint != nil && !*t.Annotations.DestructiveHint
 }
 
 func readOnly(t *mcp.Tool) bool {
@@ -770,12 +753,9 @@ func (c *checker) caseMissing(ctx context.Context) Result {
 const extraKey = "elicit_check_extra"
 
 func (c *checker) caseExtra(ctx context.Context) Result {
-	if r, ok := c.needControl(); !ok {
-		return r
-	}
-	op, why := c.startAsk(ctx, c.args)
+	op, res := c.controlledOp(ctx)
 	if op == nil {
-		return Result{Verdict: CouldNotTest, Observed: why}
+		return res
 	}
 	resp := answers(op, c.control)
 	resp[extraKey] = answer(op.requests[op.keys()[0]], answerGood)
@@ -795,12 +775,9 @@ func (c *checker) caseExtra(ctx context.Context) Result {
 }
 
 func (c *checker) caseWrongKey(ctx context.Context) Result {
-	if r, ok := c.needControl(); !ok {
-		return r
-	}
-	op, why := c.startAsk(ctx, c.args)
+	op, res := c.controlledOp(ctx)
 	if op == nil {
-		return Result{Verdict: CouldNotTest, Observed: why}
+		return res
 	}
 	good := answers(op, c.control)
 	wrong := make(map[string]json.RawMessage, len(good))
@@ -812,12 +789,9 @@ func (c *checker) caseWrongKey(ctx context.Context) Result {
 }
 
 func (c *checker) caseReplayCompleted(ctx context.Context) Result {
-	if r, ok := c.needControl(); !ok {
-		return r
-	}
-	op, why := c.startAsk(ctx, c.args)
+	op, res := c.controlledOp(ctx)
 	if op == nil {
-		return Result{Verdict: CouldNotTest, Observed: why}
+		return res
 	}
 	r1 := c.genuine(ctx, op, c.args)
 	if !r1.complete {

@@ -186,3 +186,30 @@ func reencodeLike(s string, b []byte) string {
 	}
 	return ""
 }
+
+// rawText reports whether the state, as sent, reads as words rather than
+// an encoding of bytes: no upper-case letter (base64 of random bytes has
+// some), not hex, and a run of four letters ("round=1;name=x",
+// "request_state").
+func rawText(s string) bool {
+	run, longest, hexOnly := 0, 0, true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'A' && c <= 'Z':
+			return false
+		case c >= 'a' && c <= 'z':
+			run++
+			longest = max(longest, run)
+			if c > 'f' {
+				hexOnly = false
+			}
+		default:
+			run = 0
+			if c < '0' || c > '9' {
+				hexOnly = false
+			}
+		}
+	}
+	return longest >= 4 && !hexOnly
+}

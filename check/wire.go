@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/mcp-elicit/elicit/mcp"
@@ -49,14 +48,7 @@ type outcome struct {
 	inputReq bool
 }
 
-func (o *outcome) keys() []string {
-	ks := make([]string, 0, len(o.requests))
-	for k := range o.requests {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
+func (o *outcome) keys() []string { return sortedKeys(o.requests) }
 
 // success: a complete result that is not an error.
 func (o *outcome) success() bool { return o.complete && !o.isError }

@@ -17,7 +17,7 @@ import (
 
 const checkUsage = `usage:
   elicit check --url URL --tool NAME [--args JSON] [--token A]
-               [--other-token B] [--json]
+               [--other-token B] [--other-tool NAME] [--json]
 
 Calls the tool until it asks for input, then tries what an attacker or a
 careless client would: a missing mode, decline and cancel, a tampered or
@@ -32,6 +32,9 @@ could not test (with the reason).
   --token A           bearer token of the user to act as (default $ELICIT_TOKEN)
   --other-token B     a second user's token, to replay A's state as B
                       (default $ELICIT_OTHER_TOKEN)
+  --other-tool NAME   the tool to replay the state against (default: one the
+                      server marks read-only or non-destructive; no other
+                      tool is ever called)
   --json              print the report as JSON
   --timeout D         give up after D (default 5m)
 
@@ -53,6 +56,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&argsJSON, "args", "", "tool arguments as a JSON object")
 	fs.StringVar(&cfg.Token, "token", cfg.Token, "bearer token")
 	fs.StringVar(&cfg.OtherToken, "other-token", cfg.OtherToken, "a second user's bearer token")
+	fs.StringVar(&cfg.OtherTool, "other-tool", "", "tool to replay the state against")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	fs.DurationVar(&timeout, "timeout", timeout, "overall time limit")
 	if err := fs.Parse(args); err != nil {

@@ -6,7 +6,7 @@
 //
 //	elicit tools --url U [--token T] [--json]
 //	elicit call TOOL --url U [--arg k=v]... [--args JSON] [--token T] [--json] [--root PATH]... [--open] [--plain]
-//	elicit check --url U --tool NAME [--args JSON] [--token A] [--other-token B] [--json]
+//	elicit check --url U --tool NAME [--args JSON] [--token A] [--other-token B] [--other-tool NAME] [--json]
 //
 // check tests the server's elicitation safety (package check); its exit
 // status is 0 when no case failed, 1 when one did, 2 for usage errors and
@@ -67,7 +67,7 @@ const usage = `usage:
   elicit call TOOL --url URL [--arg k=v]... [--args JSON] [--token T] [--json]
               [--root PATH]... [--open] [--plain]
   elicit check --url URL --tool NAME [--args JSON] [--token A]
-              [--other-token B] [--json]
+              [--other-token B] [--other-tool NAME] [--json]
 
   --url URL     the server's MCP endpoint, e.g. http://127.0.0.1:3000/mcp
   --token T     bearer token (default $ELICIT_TOKEN)

@@ -61,7 +61,7 @@ const schema = `{"type":"object","properties":{` +
 
 var tools = `[` +
 	`{"name":"setup_project","description":"Configure a project (asks for settings in a form)","inputSchema":{"type":"object","properties":{"project":{"type":"string"}},"required":["project"]}},` +
-	`{"name":"project_status","description":"Show a project's status","inputSchema":{"type":"object","properties":{"project":{"type":"string"}},"required":["project"]}}]`
+	`{"name":"project_status","description":"Show a project's status","annotations":{"readOnlyHint":true},"inputSchema":{"type":"object","properties":{"project":{"type":"string"}},"required":["project"]}}]`
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
