@@ -98,3 +98,33 @@ func ExampleInputRequired_ElicitFormSchema() {
 	// Your previous answer was not accepted: Detail level: must be one of the choices. Please correct it.
 	// Prepared a detailed draft.
 }
+
+// An Observer turns each round into an audit line: the category says what
+// happened (here the user declined), never what was typed.
+func ExampleObserver() {
+	audit := func(_ context.Context, r *mcpserver.Round) {
+		fmt.Printf("%s %s round=%d outcome=%s code=%d\n", r.Method, r.Name, r.Round, r.Outcome, r.Code)
+	}
+	s := mcpserver.New(mcp.Implementation{Name: "greeter", Version: "1.0.0"}, &mcpserver.Options{Observer: audit})
+	s.AddTool(&mcp.Tool{Name: "greet"}, func(ctx context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
+		if req.Elicitation("who").Outcome == elicit.Declined {
+			return mcpserver.ToolError("No name, no greeting."), nil
+		}
+		return mcpserver.Ask().ElicitForm("who", "What is your name?", json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)), nil
+	})
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
+	call := func(extra string) map[string]any {
+		req, _ := jsonrpc.DecodeRequest([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"greet",` + extra + meta + `}}`))
+		in, _ := mcpserver.Parse(req)
+		b, _ := json.Marshal(s.Serve(context.Background(), in, "alice", nil).Result)
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		return m
+	}
+	first := call("")
+	state, _ := json.Marshal(first["requestState"])
+	call(`"requestState":` + string(state) + `,"inputResponses":{"who":{"action":"decline"}},`)
+	// Output:
+	// tools/call greet round=0 outcome=input_required code=0
+	// tools/call greet round=1 outcome=declined code=0
+}

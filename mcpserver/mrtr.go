@@ -9,6 +9,7 @@ import (
 	"fmt"
 	jsonv2 "github.com/go-json-experiment/json"
 	"sort"
+	"time"
 
 	"github.com/mcp-elicit/elicit/elicit"
 	"github.com/mcp-elicit/elicit/jsonrpc"
@@ -411,7 +412,10 @@ func (r *Request) BindArguments(v any) error {
 	return nil
 }
 
-func (s *Server) serveMRTR(ctx context.Context, in *Incoming, principal string, notify Notifier, h Handler, o HandlerOptions, vars map[string]string) (any, error) {
+func (s *Server) serveMRTR(ctx context.Context, in *Incoming, principal string, notify Notifier, h Handler, o HandlerOptions, vars map[string]string, ri *roundInfo) (any, error) {
+	if ri == nil {
+		ri = &roundInfo{} // not observed: record into a throwaway
+	}
 	// The binding (with its argument digest) is only needed to open or
 	// seal a state, so a plain call does not pay for it.
 	var binding reqstate.Binding
@@ -436,6 +440,7 @@ func (s *Server) serveMRTR(ctx context.Context, in *Incoming, principal string, 
 			if errors.As(err, &re) {
 				reason = re.Reason
 			}
+			ri.refused = reason
 			// reqstate checks principal, method and target before expiry
 			// and arguments, so these two reasons mean an authentic state of
 			// this user for this target: serving it as a fresh call gives
@@ -449,9 +454,11 @@ func (s *Server) serveMRTR(ctx context.Context, in *Incoming, principal string, 
 				s.log.Warn("mcpserver: requestState refused", "reason", string(reason), "method", in.Method, "name", in.Name, "principal", principal)
 				return nil, errInvalidState
 			}
+			ri.refused, ri.restart = "", req.Restart
 			s.log.Info("mcpserver: stale requestState, serving a fresh call", "reason", string(reason), "method", in.Method, "name", in.Name, "principal", principal)
 			req.opID = newOperationID()
 		} else {
+			ri.opID, ri.round = hex.EncodeToString(claims.OperationID[:]), int(claims.Round)
 			if int(claims.Round) >= s.maxRounds {
 				s.log.Warn("mcpserver: too many rounds", "method", in.Method, "name", in.Name, "round", claims.Round)
 				return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Too many rounds for one request")
@@ -471,9 +478,13 @@ func (s *Server) serveMRTR(ctx context.Context, in *Incoming, principal string, 
 		req.opID = newOperationID()
 	}
 	req.OperationID = hex.EncodeToString(req.opID[:])
+	ri.opID, ri.round = req.OperationID, req.Round
 	reply, err := h(ctx, req)
 	if err != nil {
 		return nil, err
+	}
+	if ri.start != (time.Time{}) {
+		ri.summarize(req, reply)
 	}
 	switch r := reply.(type) {
 	case *InputRequired:

@@ -49,6 +49,13 @@ type Options struct {
 	// MaxRounds caps the rounds of one MRTR operation; 0 means 32. A retry
 	// past it is refused with -32602.
 	MaxRounds int
+	// Observer, when set, is called once per round of tools/call,
+	// prompts/get and resources/read, after the response is built and
+	// before it is sent, with the round's operation id, principal, name,
+	// outcome category and latency (see Round and Outcome): the hook for
+	// audit records and metrics. It runs on the request's goroutine, so it
+	// should be quick; a panic in it is logged and ignored.
+	Observer Observer
 }
 
 // CacheHint is the ttlMs / cacheScope pair of cacheable results
@@ -478,14 +485,21 @@ type Notifier func(n *jsonrpc.Notification) error
 // resultType and the server's identity in _meta (MRTR-S-15, META-S-03).
 func (s *Server) Serve(ctx context.Context, in *Incoming, principal string, notify Notifier) (resp *jsonrpc.Response) {
 	resp = &jsonrpc.Response{ID: in.ID}
+	var ri *roundInfo
+	if s.opts.Observer != nil && isRoundMethod(in.Method) {
+		ri = &roundInfo{start: time.Now(), round: -1}
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("mcpserver: panic serving request", "method", in.Method, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			resp.Result = nil
 			resp.Error = jsonrpc.NewError(jsonrpc.CodeInternalError, "Internal error")
 		}
+		if ri != nil {
+			s.observe(ctx, in, principal, ri, resp)
+		}
 	}()
-	result, err := s.dispatch(ctx, in, principal, notify)
+	result, err := s.dispatch(ctx, in, principal, notify, ri)
 	if err != nil {
 		resp.Error = s.wireError(in, err)
 		return resp
@@ -543,7 +557,8 @@ func (s *Server) serverMeta() mcp.ResultMeta {
 
 func ttlMs(d time.Duration) int64 { return d.Milliseconds() }
 
-func (s *Server) dispatch(ctx context.Context, in *Incoming, principal string, notify Notifier) (any, error) {
+// dispatch serves in; ri, when not nil, collects what Observe needs.
+func (s *Server) dispatch(ctx context.Context, in *Incoming, principal string, notify Notifier, ri *roundInfo) (any, error) {
 	if !s.Known(in.Method) {
 		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: %s", in.Method)
 	}
@@ -560,7 +575,7 @@ func (s *Server) dispatch(ctx context.Context, in *Incoming, principal string, n
 		if e == nil {
 			return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Unknown tool: %s", in.Name)
 		}
-		return s.serveMRTR(ctx, in, principal, notify, e.handler, e.opts, nil)
+		return s.serveMRTR(ctx, in, principal, notify, e.handler, e.opts, nil, ri)
 	case mcp.MethodPromptsGet:
 		s.mu.RLock()
 		e := s.promptIdx[in.Name]
@@ -571,13 +586,13 @@ func (s *Server) dispatch(ctx context.Context, in *Incoming, principal string, n
 		if err := checkPromptArgs(e.prompt, in.Arguments); err != nil {
 			return nil, err
 		}
-		return s.serveMRTR(ctx, in, principal, notify, e.handler, e.opts, nil)
+		return s.serveMRTR(ctx, in, principal, notify, e.handler, e.opts, nil, ri)
 	case mcp.MethodResourcesRead:
 		h, o, vars := s.findResource(in.Name)
 		if h == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Resource not found", Data: map[string]string{"uri": in.Name}}
 		}
-		return s.serveMRTR(ctx, in, principal, notify, h, o, vars)
+		return s.serveMRTR(ctx, in, principal, notify, h, o, vars, ri)
 	}
 	return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: %s", in.Method)
 }

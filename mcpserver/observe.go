@@ -1,0 +1,189 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mcp-elicit/elicit/elicit"
+	"github.com/mcp-elicit/elicit/jsonrpc"
+	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/reqstate"
+)
+
+// Outcome is the audit category of one round of an MRTR operation. It
+// tells a user's decision (declined, cancelled) apart from a refused
+// request (expired, invalid_state, capability_missing) and from a server
+// or integration failure (fault).
+type Outcome string
+
+// Outcomes, in the order Observe derives them (the first that applies):
+const (
+	// OutcomeFault: the round ended in a JSON-RPC error not listed below —
+	// a handler error or panic (-32603, retryable or not), an unknown
+	// tool, bad arguments, a malformed answer, too many rounds. Round.Code
+	// holds the error code.
+	OutcomeFault Outcome = "fault"
+	// OutcomeCapabilityMissing: -32021, the request lacked a client
+	// capability the reply needed (CAP-S-03).
+	OutcomeCapabilityMissing Outcome = "capability_missing"
+	// OutcomeExpired: the requestState was authentic and this user's but
+	// past its expiry (reqstate.ReasonExpired) — refused with -32602, or
+	// served as a fresh call under HandlerOptions.RestartStale.
+	OutcomeExpired Outcome = "expired"
+	// OutcomeInvalidState: the requestState was refused for any other
+	// reason (tampered, another key, another user, tool or arguments).
+	OutcomeInvalidState Outcome = "invalid_state"
+	// OutcomeDeclined: an elicitation answered in this round was declined.
+	OutcomeDeclined Outcome = "declined"
+	// OutcomeCancelled: an elicitation answered in this round was
+	// cancelled (and none declined).
+	OutcomeCancelled Outcome = "cancelled"
+	// OutcomePending: a URL-mode elicitation was accepted but the handler
+	// asked the same key again: the user consented to open the page but
+	// has not finished there yet.
+	OutcomePending Outcome = "pending"
+	// OutcomeAccepted: an elicitation answered in this round was accepted
+	// with valid content, whatever the reply (interim or complete).
+	OutcomeAccepted Outcome = "accepted"
+	// OutcomeInputRequired: no answer was decided in this round (a first
+	// call, missing or invalid answers) and the reply asks for input.
+	OutcomeInputRequired Outcome = "input_required"
+	// OutcomeCompleted: no answer was decided in this round and the reply
+	// is a complete result (isError included: that is the tool's failure,
+	// reported to the model, not the protocol's).
+	OutcomeCompleted Outcome = "completed"
+	// OutcomeIdentityMismatch is never derived here: the server's pages
+	// report it when a browser signed in as another user opens a flow
+	// (connect.Options.OnIdentityMismatch). It is listed so that one type
+	// covers an audit trail.
+	OutcomeIdentityMismatch Outcome = "identity_mismatch"
+)
+
+// Outcomes lists every Outcome, for metrics that pre-declare their labels.
+var Outcomes = []Outcome{OutcomeCompleted, OutcomeInputRequired, OutcomeAccepted, OutcomeDeclined, OutcomeCancelled,
+	OutcomePending, OutcomeExpired, OutcomeInvalidState, OutcomeCapabilityMissing, OutcomeIdentityMismatch, OutcomeFault}
+
+// Round is what the server reports about one round (one tools/call,
+// prompts/get or resources/read request) to Options.Observer. It has no
+// field for arguments, answers, messages or state on purpose: an audit
+// trail built from it cannot leak form content or secrets.
+type Round struct {
+	// Method is tools/call, prompts/get or resources/read.
+	Method string
+	// Name is the tool or prompt name, or the resource URI without its
+	// query and fragment.
+	Name string
+	// Principal is the authenticated user ("" without authentication).
+	Principal string
+	// OperationID is the operation's id (32 hex characters); "" when the
+	// requestState was refused, so no operation is known.
+	OperationID string
+	// Round is 0 on a first call and n on the retry after the n-th interim
+	// result; -1 when the requestState was refused.
+	Round int
+	// Outcome is the round's category.
+	Outcome Outcome
+	// Code is the JSON-RPC error code when the round ended in an error, 0
+	// otherwise.
+	Code int
+	// Restart is set when a stale state was served as a fresh call
+	// (HandlerOptions.RestartStale).
+	Restart RestartReason
+	// Latency is the time Serve took, handler included.
+	Latency time.Duration
+}
+
+// Observer receives one Round per round; see Options.Observer.
+type Observer func(ctx context.Context, r *Round)
+
+// roundInfo collects what serveMRTR learns about a round for Observe.
+type roundInfo struct {
+	start    time.Time
+	opID     string
+	round    int
+	refused  reqstate.Reason // the state's refusal reason, when refused
+	restart  RestartReason
+	answered Outcome // declined, cancelled, pending, accepted or ""
+}
+
+func isRoundMethod(m string) bool {
+	return m == mcp.MethodToolsCall || m == mcp.MethodPromptsGet || m == mcp.MethodResourcesRead
+}
+
+// summarize records the strongest decision among the answers this round
+// carried: declined > cancelled > pending > accepted. Only elicitations
+// the previous round issued count (MRTR-S-13), and invalid answers count
+// as undecided.
+func (ri *roundInfo) summarize(req *Request, reply Reply) {
+	reasked, _ := reply.(*InputRequired)
+	rank := map[Outcome]int{OutcomeAccepted: 1, OutcomePending: 2, OutcomeCancelled: 3, OutcomeDeclined: 4}
+	for k, is := range req.issued {
+		if is.kind != kindForm && is.kind != kindURL {
+			continue
+		}
+		var o Outcome
+		switch req.Elicitation(k).Outcome {
+		case elicit.Declined:
+			o = OutcomeDeclined
+		case elicit.Cancelled:
+			o = OutcomeCancelled
+		case elicit.Accepted:
+			o = OutcomeAccepted
+			if is.kind == kindURL && reasked != nil && reasked.issued[k].kind == kindURL {
+				o = OutcomePending
+			}
+		default:
+			continue
+		}
+		if rank[o] > rank[ri.answered] {
+			ri.answered = o
+		}
+	}
+}
+
+// outcome derives the round's category from what was learnt and the
+// response (see the Outcome constants for the order).
+func (ri *roundInfo) outcome(resp *jsonrpc.Response) (Outcome, int) {
+	if e := resp.Error; e != nil {
+		switch {
+		case e.Code == mcp.CodeMissingRequiredClientCapability:
+			return OutcomeCapabilityMissing, e.Code
+		case ri.refused == reqstate.ReasonExpired:
+			return OutcomeExpired, e.Code
+		case ri.refused != "":
+			return OutcomeInvalidState, e.Code
+		}
+		return OutcomeFault, e.Code
+	}
+	if ri.restart == RestartExpired {
+		return OutcomeExpired, 0
+	}
+	if ri.answered != "" {
+		return ri.answered, 0
+	}
+	if _, ok := resp.Result.(*mcp.InputRequiredResult); ok {
+		return OutcomeInputRequired, 0
+	}
+	return OutcomeCompleted, 0
+}
+
+// observe reports the round; a panicking Observer is logged, never
+// propagated to the client.
+func (s *Server) observe(ctx context.Context, in *Incoming, principal string, ri *roundInfo, resp *jsonrpc.Response) {
+	name := in.Name
+	if in.Method == mcp.MethodResourcesRead {
+		name, _, _ = strings.Cut(name, "?")
+		name, _, _ = strings.Cut(name, "#")
+	}
+	r := &Round{Method: in.Method, Name: name, Principal: principal, OperationID: ri.opID, Round: ri.round,
+		Restart: ri.restart, Latency: time.Since(ri.start)}
+	r.Outcome, r.Code = ri.outcome(resp)
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("mcpserver: Observer panicked", "panic", fmt.Sprint(p))
+		}
+	}()
+	s.opts.Observer(ctx, r)
+}
