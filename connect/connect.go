@@ -89,6 +89,27 @@ type Options struct {
 	// SignIn, if set, signs browsers in through an OpenID Connect issuer
 	// (auth.OIDC) instead of the demo user-name form; see signin.go.
 	SignIn IdentityProvider
+	// OnIdentityMismatch, when set, is called each time a page refuses a
+	// browser signed in as another user than the flow's (SEC-U-S-06,
+	// SEC-U-S-07), after the refusal is decided and before it is written:
+	// the hook for audit records and metrics
+	// (mcpserver.OutcomeIdentityMismatch). It runs on the request's
+	// goroutine.
+	OnIdentityMismatch func(ctx context.Context, m *IdentityMismatch)
+}
+
+// IdentityMismatch describes one refused page request: who the flow was
+// made for and who was signed in. It holds no secret: the flow id names
+// the flow but is not a credential (SEC-U-S-01).
+type IdentityMismatch struct {
+	FlowID  string
+	Purpose string
+	// FlowPrincipal is the user the flow was made for.
+	FlowPrincipal string
+	// SessionPrincipal is the user signed in in the browser.
+	SessionPrincipal string
+	// Method is the page request's HTTP method (GET opens, POST submits).
+	Method string
 }
 
 // Service runs URL-mode flows: it starts them, serves their pages, and
@@ -104,6 +125,7 @@ type Service struct {
 	now        func() time.Time
 	tmpl       *template.Template
 	idp        IdentityProvider // nil: demo user-name sign-in
+	mismatch   func(context.Context, *IdentityMismatch)
 
 	mu        sync.RWMutex
 	providers map[string]*OAuthProvider // by purpose
@@ -135,6 +157,7 @@ func New(opts Options) (*Service, error) {
 		now:        opts.Now,
 		tmpl:       pages,
 		idp:        opts.SignIn,
+		mismatch:   opts.OnIdentityMismatch,
 	}
 	if s.log == nil {
 		s.log = slog.Default()

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime"
 	"strings"
@@ -114,6 +115,15 @@ type harness struct {
 	logs  *syncBuffer
 	clock *clock
 	rec   *recorder
+
+	mu         sync.Mutex
+	mismatches []connect.IdentityMismatch // from Options.OnIdentityMismatch
+}
+
+func (h *harness) identityMismatches() []connect.IdentityMismatch {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]connect.IdentityMismatch(nil), h.mismatches...)
 }
 
 var t0 = time.Date(2026, 7, 28, 9, 0, 0, 0, time.UTC)
@@ -146,6 +156,11 @@ func newHarnessWith(t *testing.T, configure func(*connect.Options)) *harness {
 		BaseURL:   h.srv.URL,
 		Logger:    slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Now:       h.clock.Now,
+		OnIdentityMismatch: func(_ context.Context, m *connect.IdentityMismatch) {
+			h.mu.Lock()
+			h.mismatches = append(h.mismatches, *m)
+			h.mu.Unlock()
+		},
 	}
 	if configure != nil {
 		configure(&opts)
@@ -506,6 +521,9 @@ func TestOtherUserOpensLink(t *testing.T) {
 		t.Fatalf("flow_refused_other_user lines = %d:\n%s", len(lines), h.logs.String())
 	}
 	wantContains(t, lines[0], `"flow_id":"`+f.ID+`"`, `"flow_principal":"alice"`, `"session_principal":"bob"`, `"level":"WARN"`)
+	if got, want := h.identityMismatches(), []connect.IdentityMismatch{{FlowID: f.ID, Purpose: "billing_key", FlowPrincipal: "alice", SessionPrincipal: "bob", Method: "GET"}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("OnIdentityMismatch got %+v, want %+v", got, want)
+	}
 
 	// Bob signs out from the 403 page and is offered a login that returns
 	// to the link, so alice (on a shared browser) can finish.
@@ -533,6 +551,9 @@ func TestOtherUserPostsToFlow(t *testing.T) {
 	h.wantPending(f)
 	if n := len(h.auditLines("flow_refused_other_user")); n != 1 {
 		t.Fatalf("flow_refused_other_user lines = %d", n)
+	}
+	if m := h.identityMismatches(); len(m) != 1 || m[0].Method != "POST" || m[0].SessionPrincipal != "bob" {
+		t.Fatalf("OnIdentityMismatch got %+v", m)
 	}
 	h.assertNoLeak(secret)
 

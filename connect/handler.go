@@ -431,6 +431,9 @@ func (s *Service) checkFlow(w http.ResponseWriter, r *http.Request, id string, s
 			slog.String("session_principal", sess.Principal),
 			slog.String("method", r.Method),
 			remote(r))
+		if s.mismatch != nil {
+			s.mismatch(ctx, &IdentityMismatch{FlowID: f.ID, Purpose: f.Purpose, FlowPrincipal: f.Principal, SessionPrincipal: sess.Principal, Method: r.Method})
+		}
 		p := &page{Title: "Wrong account", Heading: "Wrong account", Message: msgOtherUser, MsgID: "wrong-account", Alert: true,
 			User: sess.Principal, CSRF: sess.CSRF, Next: s.flowPath(f)}
 		s.render(w, http.StatusForbidden, "message", p)
