@@ -28,6 +28,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -88,13 +90,18 @@ type Options struct {
 }
 
 // Sealer seals with its first key and opens with any of its keys. It is
-// safe for concurrent use.
+// safe for concurrent use, SetKeys included.
 type Sealer struct {
-	seal *keyEntry
-	open map[string]*keyEntry
+	keys atomic.Pointer[keyRing]
 	ttl  time.Duration
 	skew time.Duration
 	now  func() time.Time
+}
+
+// keyRing is the sealing key and every opening key; SetKeys swaps it whole.
+type keyRing struct {
+	seal *keyEntry
+	open map[string]*keyEntry
 }
 
 type keyEntry struct {
@@ -107,10 +114,7 @@ type keyEntry struct {
 // It fails when there is no key, a secret is not 32 bytes, an id is empty,
 // longer than 255 bytes, or repeated.
 func New(keys []Key, opts *Options) (*Sealer, error) {
-	if len(keys) == 0 {
-		return nil, errors.New("reqstate: at least one key is needed")
-	}
-	s := &Sealer{open: make(map[string]*keyEntry, len(keys)), ttl: DefaultTTL, skew: time.Minute, now: time.Now}
+	s := &Sealer{ttl: DefaultTTL, skew: time.Minute, now: time.Now}
 	if opts != nil {
 		if opts.TTL > 0 {
 			s.ttl = opts.TTL
@@ -122,31 +126,60 @@ func New(keys []Key, opts *Options) (*Sealer, error) {
 			s.skew = opts.Skew
 		}
 	}
+	if err := s.SetKeys(keys); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// SetKeys replaces the key ring: keys[0] seals from now on, and any of
+// keys opens. States sealed with a key that is no longer in keys stop
+// opening (ReasonUnknownKey). The errors are New's; on error the ring is
+// unchanged.
+func (s *Sealer) SetKeys(keys []Key) error {
+	if len(keys) == 0 {
+		return errors.New("reqstate: at least one key is needed")
+	}
+	r := &keyRing{open: make(map[string]*keyEntry, len(keys))}
 	for i, k := range keys {
 		if k.ID == "" || len(k.ID) > 255 {
-			return nil, fmt.Errorf("reqstate: key %d: id must be 1 to 255 bytes", i)
+			return fmt.Errorf("reqstate: key %d: id must be 1 to 255 bytes", i)
 		}
 		if len(k.Secret) != keySize {
-			return nil, fmt.Errorf("reqstate: key %q: secret must be %d bytes", k.ID, keySize)
+			return fmt.Errorf("reqstate: key %q: secret must be %d bytes", k.ID, keySize)
 		}
-		if _, dup := s.open[k.ID]; dup {
-			return nil, fmt.Errorf("reqstate: key id %q repeated", k.ID)
+		if _, dup := r.open[k.ID]; dup {
+			return fmt.Errorf("reqstate: key id %q repeated", k.ID)
 		}
 		block, err := aes.NewCipher(k.Secret)
 		if err != nil {
-			return nil, fmt.Errorf("reqstate: key %q: %w", k.ID, err)
+			return fmt.Errorf("reqstate: key %q: %w", k.ID, err)
 		}
 		aead, err := cipher.NewGCM(block)
 		if err != nil {
-			return nil, fmt.Errorf("reqstate: key %q: %w", k.ID, err)
+			return fmt.Errorf("reqstate: key %q: %w", k.ID, err)
 		}
 		e := &keyEntry{id: k.ID, aead: aead, header: append([]byte{version, byte(len(k.ID))}, k.ID...)}
-		s.open[k.ID] = e
+		r.open[k.ID] = e
 		if i == 0 {
-			s.seal = e
+			r.seal = e
 		}
 	}
-	return s, nil
+	s.keys.Store(r)
+	return nil
+}
+
+// KeyIDs returns the ids of the current ring, the sealing key first.
+func (s *Sealer) KeyIDs() []string {
+	r := s.keys.Load()
+	ids := []string{r.seal.id}
+	for id := range r.open {
+		if id != r.seal.id {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids[1:])
+	return ids
 }
 
 // NewKey returns a Key with the given id and a fresh random secret.
@@ -191,7 +224,7 @@ func (s *Sealer) Seal(c *Claims) (string, error) {
 	if len(c.Principal) > 0xffff || len(c.Method) > 0xffff || len(c.Name) > 0xffff {
 		return "", errors.New("reqstate: binding field too long")
 	}
-	k := s.seal
+	k := s.keys.Load().seal
 	plainLen := 2 + len(c.Principal) + 2 + len(c.Method) + 2 + len(c.Name) + 32 + 16 + 4 + 8 + 8 + len(c.Payload)
 	raw := make([]byte, 0, len(k.header)+nonceSize+plainLen+k.aead.Overhead())
 	raw = append(raw, k.header...)
@@ -236,7 +269,7 @@ func (s *Sealer) Open(token string, b Binding) (*Claims, error) {
 	if idLen == 0 || len(raw) < hdrLen+nonceSize+16 {
 		return nil, &Error{ReasonMalformed}
 	}
-	k, ok := s.open[string(raw[2:hdrLen])]
+	k, ok := s.keys.Load().open[string(raw[2:hdrLen])]
 	if !ok {
 		return nil, &Error{ReasonUnknownKey}
 	}

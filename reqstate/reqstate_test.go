@@ -250,3 +250,47 @@ func BenchmarkDigestArguments(b *testing.B) {
 		}
 	}
 }
+
+// SetKeys rotates a live Sealer: the new first key seals, old keys still
+// open until they are dropped, and a bad ring leaves the old one in place.
+func TestSetKeys(t *testing.T) {
+	c := &clock{time.Unix(1_800_000_000, 0)}
+	k1 := Key{ID: "k1", Secret: bytes.Repeat([]byte{1}, 32)}
+	k2 := Key{ID: "k2", Secret: bytes.Repeat([]byte{2}, 32)}
+	s := newTestSealer(t, c, k1)
+	b := Binding{Principal: "alice", Method: "tools/call", Name: "t", ArgsDigest: mustDigest(t, `{}`)}
+	old, _ := s.Seal(&Claims{Binding: b})
+	reason := func(tok string) Reason {
+		_, err := s.Open(tok, b)
+		var re *Error
+		if errors.As(err, &re) {
+			return re.Reason
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ""
+	}
+	if err := s.SetKeys([]Key{k2, k1}); err != nil {
+		t.Fatal(err)
+	}
+	if ids := s.KeyIDs(); strings.Join(ids, ",") != "k2,k1" {
+		t.Fatalf("KeyIDs = %v", ids)
+	}
+	fresh, _ := s.Seal(&Claims{Binding: b})
+	raw, _ := base64.RawURLEncoding.DecodeString(fresh)
+	if string(raw[2:4]) != "k2" || reason(old) != "" || reason(fresh) != "" {
+		t.Fatalf("after rotation: fresh sealed with %q, old %q, fresh %q", raw[2:4], reason(old), reason(fresh))
+	}
+	for _, bad := range [][]Key{nil, {k2, k2}, {{ID: "", Secret: k1.Secret}}, {{ID: "k3", Secret: []byte("short")}}} {
+		if err := s.SetKeys(bad); err == nil {
+			t.Errorf("SetKeys(%v) accepted", bad)
+		}
+	}
+	if err := s.SetKeys([]Key{k2}); err != nil {
+		t.Fatal(err)
+	}
+	if reason(old) != ReasonUnknownKey || reason(fresh) != "" {
+		t.Fatalf("after retiring k1: old %q, fresh %q", reason(old), reason(fresh))
+	}
+}
