@@ -13,6 +13,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -111,6 +112,7 @@ type Store interface {
 	Close() error
 
 	Ledger
+	KeyRing
 }
 
 // Operation is one row of the ledger: the recorded outcome of one MRTR
@@ -208,3 +210,49 @@ const (
 	MaxRecordKindLen  = 64
 	MaxRecordIDLen    = 128
 )
+
+// StateKey is one key of the shared requestState key ring (reqstate),
+// kept in the store so that every instance sharing it sees rotations.
+type StateKey struct {
+	// ID names the key in the states it seals; 1–MaxStateKeyIDLen bytes.
+	ID string
+	// Sealed is the key's secret encrypted by the caller (elicitd seals it
+	// under the master key); the store never sees it in the clear.
+	Sealed []byte
+	// CreatedAt is when the key was added (second precision at least).
+	CreatedAt time.Time
+}
+
+// MaxStateKeyIDLen bounds StateKey.ID, in bytes.
+const MaxStateKeyIDLen = 64
+
+// Check reports what makes k unfit for AddStateKey: nil, an empty or
+// over-long ID, or no sealed secret.
+func (k *StateKey) Check() error {
+	switch {
+	case k == nil:
+		return errors.New("nil state key")
+	case k.ID == "" || len(k.ID) > MaxStateKeyIDLen:
+		return fmt.Errorf("state key id must be 1 to %d bytes", MaxStateKeyIDLen)
+	case len(k.Sealed) == 0:
+		return errors.New("state key has no sealed secret")
+	}
+	return nil
+}
+
+// KeyRing is the shared requestState key ring: the newest key (the one
+// added last) seals, every key opens. Implementations are safe for
+// concurrent use.
+type KeyRing interface {
+	// AddStateKey adds k as the newest key, which seals from then on.
+	// ErrConflict if k.ID exists; an empty or over-long ID or an empty
+	// Sealed is an error.
+	AddStateKey(ctx context.Context, k *StateKey) error
+	// StateKeys returns every key, the newest (sealing) one first; an
+	// empty slice when there is none.
+	StateKeys(ctx context.Context) ([]*StateKey, error)
+	// RetireStateKey removes the key id, in one step with the check that
+	// it is not the newest: ErrConflict if it is (rotate first), and
+	// ErrNotFound if there is no such key.
+	RetireStateKey(ctx context.Context, id string) error
+}

@@ -85,6 +85,14 @@ var migrations = []string{
 	CREATE INDEX records_owner ON records (kind, principal, created_at, id);`,
 	// 3: find a user's pending flow for a purpose (PendingFlow).
 	`CREATE INDEX flows_principal_purpose ON flows (principal, purpose, status, created_at);`,
+	// 4: the shared requestState key ring (store.KeyRing); seq orders keys
+	// by addition, AUTOINCREMENT never reuses a retired key's number.
+	`CREATE TABLE state_keys (
+		seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+		id         TEXT NOT NULL UNIQUE,
+		sealed     BLOB NOT NULL,
+		created_at INTEGER NOT NULL
+	);`,
 }
 
 // Open opens (creating if needed) the database file at path and brings its

@@ -171,7 +171,7 @@ func TestMigrateFromSchema1(t *testing.T) {
 	if err := s.CreateFlow(ctx, f); err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{`DROP TABLE operations`, `DROP TABLE records`, `DROP INDEX flows_principal_purpose`, `UPDATE schema_version SET version = 1`} {
+	for _, q := range []string{`DROP TABLE operations`, `DROP TABLE records`, `DROP INDEX flows_principal_purpose`, `DROP TABLE state_keys`, `UPDATE schema_version SET version = 1`} {
 		if _, err := s.db.Exec(q); err != nil {
 			t.Fatal(err)
 		}

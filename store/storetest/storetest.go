@@ -1,7 +1,7 @@
 // Package storetest is the contract suite every store.Store implementation
 // must pass: flows, secrets and sessions, and the ledger (operations
 // written in one transaction with their effects, replays that never run
-// an effect twice, versioned records). An implementation's test calls Run with a function that opens a
+// an effect twice, versioned records), and the requestState key ring. An implementation's test calls Run with a function that opens a
 // fresh, empty store:
 //
 //	func TestContract(t *testing.T) {
@@ -58,6 +58,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"PendingFlow", testPendingFlow},
 	}
 	tests = append(tests, ledgerTests...)
+	tests = append(tests, keyRingTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t)

@@ -1,0 +1,145 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcp-elicit/elicit/store"
+)
+
+// keyRingTests are the KeyRing part of the contract.
+var keyRingTests = []struct {
+	name string
+	fn   func(t *testing.T, s store.Store)
+}{
+	{"KeyRingOrderAndRoundTrip", testKeyRingOrder},
+	{"KeyRingRetire", testKeyRingRetire},
+	{"KeyRingInvalid", testKeyRingInvalid},
+	{"KeyRingConcurrentRotateRetire", testKeyRingConcurrent},
+}
+
+func stateKey(id string, at time.Time) *store.StateKey {
+	return &store.StateKey{ID: id, Sealed: []byte("sealed:" + id), CreatedAt: at}
+}
+
+func keyIDs(t *testing.T, s store.Store) string {
+	t.Helper()
+	keys, err := s.StateKeys(context.Background())
+	if err != nil {
+		t.Fatalf("StateKeys: %v", err)
+	}
+	if keys == nil {
+		t.Fatal("StateKeys returned nil, want an empty slice")
+	}
+	ids := make([]string, len(keys))
+	for i, k := range keys {
+		ids[i] = k.ID
+	}
+	return strings.Join(ids, ",")
+}
+
+// The newest key is the one added last, even when clocks say otherwise.
+func testKeyRingOrder(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	if ids := keyIDs(t, s); ids != "" {
+		t.Fatalf("empty ring = %q", ids)
+	}
+	for i, id := range []string{"b", "a", "c"} {
+		if err := s.AddStateKey(ctx, stateKey(id, base.Add(-time.Duration(i)*time.Hour))); err != nil {
+			t.Fatalf("AddStateKey(%s): %v", id, err)
+		}
+	}
+	if ids := keyIDs(t, s); ids != "c,a,b" {
+		t.Fatalf("ring = %q, want c,a,b (newest first)", ids)
+	}
+	keys, _ := s.StateKeys(ctx)
+	if !bytes.Equal(keys[2].Sealed, []byte("sealed:b")) || !keys[2].CreatedAt.Truncate(time.Second).Equal(base.Truncate(time.Second)) {
+		t.Fatalf("key b read back as %+v", keys[2])
+	}
+	if err := s.AddStateKey(ctx, stateKey("a", base)); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("repeated id: %v, want ErrConflict", err)
+	}
+}
+
+func testKeyRingRetire(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	if err := s.RetireStateKey(ctx, "x"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("retire on an empty ring: %v", err)
+	}
+	for _, id := range []string{"old", "new"} {
+		if err := s.AddStateKey(ctx, stateKey(id, base)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.RetireStateKey(ctx, "new"); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("retiring the sealing key: %v, want ErrConflict", err)
+	}
+	if err := s.RetireStateKey(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("retiring an unknown key: %v, want ErrNotFound", err)
+	}
+	if err := s.RetireStateKey(ctx, "old"); err != nil {
+		t.Fatal(err)
+	}
+	if ids := keyIDs(t, s); ids != "new" {
+		t.Fatalf("ring after retiring old = %q", ids)
+	}
+	// A retired id is free again, and comes back as the newest.
+	if err := s.AddStateKey(ctx, stateKey("old", base)); err != nil {
+		t.Fatal(err)
+	}
+	if ids := keyIDs(t, s); ids != "old,new" {
+		t.Fatalf("ring = %q", ids)
+	}
+}
+
+func testKeyRingInvalid(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	for _, k := range []*store.StateKey{nil, {ID: "", Sealed: []byte("x")}, {ID: strings.Repeat("k", store.MaxStateKeyIDLen+1), Sealed: []byte("x")}, {ID: "k"}} {
+		if err := s.AddStateKey(ctx, k); err == nil {
+			t.Errorf("AddStateKey(%+v) accepted", k)
+		}
+	}
+	if ids := keyIDs(t, s); ids != "" {
+		t.Fatalf("ring = %q after refused adds", ids)
+	}
+}
+
+// Rotations and retirements racing never leave the ring without a key,
+// and never remove the key that seals.
+func testKeyRingConcurrent(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	if err := s.AddStateKey(ctx, stateKey("k0", base)); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := 1; i <= 8; i++ {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if err := s.AddStateKey(ctx, stateKey(fmt.Sprintf("k%d", i), base)); err != nil {
+				t.Errorf("AddStateKey: %v", err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			err := s.RetireStateKey(ctx, fmt.Sprintf("k%d", i-1))
+			if err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("RetireStateKey: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	keys, err := s.StateKeys(ctx)
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("ring after the race: %d keys, %v", len(keys), err)
+	}
+	if err := s.RetireStateKey(ctx, keys[0].ID); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("the newest key %s could be retired: %v", keys[0].ID, err)
+	}
+}
