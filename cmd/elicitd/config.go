@@ -33,6 +33,10 @@ type config struct {
 	publicURL         string
 	insecureDemoAuth  bool
 	logLevel          slog.Level
+	auditLog          string    // "-" = stdout, "off", else a file path (appended)
+	auditOut          io.Writer // tests: the audit sink, instead of auditLog
+	metricsAddr       string    // "" = /metrics on addr; "off"; else its own listener
+	keysRefresh       time.Duration
 	readHeaderTimeout time.Duration
 	readTimeout       time.Duration
 	idleTimeout       time.Duration
@@ -90,6 +94,12 @@ var settings = []setting{
 		apply: func(c *config, v string) (err error) { c.insecureDemoAuth, err = strconv.ParseBool(v); return err }},
 	{name: "log-level", def: "info", usage: "operational log level: debug, info, warn, error",
 		apply: func(c *config, v string) error { return c.logLevel.UnmarshalText([]byte(v)) }},
+	{name: "audit-log", def: "-", usage: "audit records (JSON lines): - for stdout, off, or a file to append to",
+		apply: func(c *config, v string) error { c.auditLog = v; return nil }},
+	{name: "metrics-addr", def: "", defDoc: "on --addr", usage: "host:port of a separate listener for /metrics, /healthz and /readyz, or off (no /metrics)",
+		apply: func(c *config, v string) error { c.metricsAddr = v; return nil }},
+	{name: "state-keys-refresh", def: "30s", usage: "how often the store's requestState key ring is re-read; a new key seals once this old",
+		apply: durationSetter(func(c *config) *time.Duration { return &c.keysRefresh })},
 	{name: "read-header-timeout", def: "10s", usage: "time to read a request's headers",
 		apply: durationSetter(func(c *config) *time.Duration { return &c.readHeaderTimeout })},
 	{name: "read-timeout", def: "30s", usage: "time to read a whole request, body included",
@@ -100,7 +110,7 @@ var settings = []setting{
 		apply: durationSetter(func(c *config) *time.Duration { return &c.shutdownTimeout })},
 	{name: "master-key", env: masterKeyEnv, envOnly: true, def: "", defDoc: "master.key in --data", usage: "vault master key, 32 bytes in standard base64; same on every instance",
 		apply: func(c *config, v string) error { c.masterKeyB64 = v; return nil }},
-	{name: "state-keys", env: stateKeysEnv, envOnly: true, def: "", defDoc: "one key derived from the master key", usage: "requestState key ring id:base64,... (the first seals, all open)",
+	{name: "state-keys", env: stateKeysEnv, envOnly: true, def: "", defDoc: "the store's ring", usage: "requestState key ring id:base64,... (the first seals, all open), instead of the store's (elicitd keys)",
 		apply: func(c *config, v string) error { c.stateKeys = v; return nil }},
 }
 
@@ -222,6 +232,14 @@ func (cfg *config) check() error {
 	if cfg.storeURL != "" && !isPostgresURL(cfg.storeURL) {
 		return fmt.Errorf("--store must be a postgres:// or postgresql:// URL (or empty for SQLite in --data)")
 	}
+	if cfg.metricsAddr != "" && cfg.metricsAddr != "off" {
+		if _, _, err := net.SplitHostPort(cfg.metricsAddr); err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+	}
+	if cfg.auditLog == "" {
+		return fmt.Errorf("--audit-log: want -, off or a file path")
+	}
 	if _, err := parseStateKeys(cfg.stateKeys); err != nil {
 		return err
 	}
@@ -286,7 +304,10 @@ func parseConfigFile(data []byte) (map[string]string, error) {
 func writeUsage(w io.Writer) {
 	var b bytes.Buffer
 	b.WriteString(`Usage:
-  elicitd [flags]   serve MCP on --addr until SIGTERM or SIGINT
+  elicitd [flags]                 serve MCP on --addr until SIGTERM or SIGINT
+  elicitd keys list [flags]       list the store's requestState keys (ids, created, role)
+  elicitd keys rotate [flags]     add a requestState key; it seals once --state-keys-refresh old
+  elicitd keys retire ID [flags]  remove a key that no longer seals (states it sealed stop opening)
 
 Each setting is a flag, an environment variable, or a key of the --config
 JSON file; a flag wins over the environment, which wins over the file.

@@ -30,7 +30,7 @@ func TestConfigPrecedence(t *testing.T) {
 		want func(*config) bool
 	}{
 		{"defaults", nil, nil, func(c *config) bool {
-			return c.addr == "127.0.0.1:3000" && c.idleTimeout == 2*time.Minute && c.readHeaderTimeout == 10*time.Second && !c.insecureDemoAuth
+			return c.addr == "127.0.0.1:3000" && c.idleTimeout == 2*time.Minute && c.readHeaderTimeout == 10*time.Second && !c.insecureDemoAuth && c.auditLog == "-" && c.metricsAddr == "" && c.keysRefresh == 30*time.Second
 		}},
 		{"file over default", []string{"--config", file}, nil, func(c *config) bool {
 			return c.addr == "127.0.0.1:4001" && c.dataDir == "/from/file" && c.idleTimeout == 5*time.Minute && c.insecureDemoAuth && c.publicURL == "http://127.0.0.1:4001"
@@ -87,6 +87,9 @@ func TestConfigErrors(t *testing.T) {
 		{"missing file", []string{"--config", "/nonexistent/elicitd.json"}, nil, "", "--config"},
 		{"non-loopback from env", nil, map[string]string{"ELICIT_ADDR": "0.0.0.0:3000"}, "", "--insecure-demo-auth"},
 		{"bad log level", []string{"--log-level", "loud"}, nil, "", "--log-level"},
+		{"bad metrics addr", []string{"--metrics-addr", "nope"}, nil, "", "--metrics-addr"},
+		{"empty audit log", []string{"--audit-log", ""}, nil, "", "--audit-log"},
+		{"zero refresh", []string{"--state-keys-refresh", "0s"}, nil, "", "--state-keys-refresh"},
 		{"extra argument", []string{"serve"}, nil, "", "unexpected arguments"},
 	}
 	for _, tt := range tests {

@@ -27,8 +27,6 @@ package main
 
 import (
 	"context"
-	"crypto/hkdf"
-	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"flag"
@@ -57,6 +55,7 @@ import (
 	"github.com/mcp-elicit/elicit/store/postgres"
 	"github.com/mcp-elicit/elicit/store/sqlite"
 	"github.com/mcp-elicit/elicit/streamhttp"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // version is stamped by the build; "dev" otherwise.
@@ -74,7 +73,7 @@ func main() {
 const masterKeyEnv = "ELICIT_MASTER_KEY"
 
 // stateKeysEnv names the environment variable that supplies the
-// requestState key ring instead of the key derived from the master key:
+// requestState key ring instead of the store's (keys.go):
 // comma-separated id:base64 entries (32-byte secrets, standard base64).
 // The first seals; all open. Rotation: add the new key first on every
 // instance, wait for the old key's states to expire (reqstate.DefaultTTL),
@@ -104,21 +103,6 @@ func parseStateKeys(s string) ([]reqstate.Key, error) {
 		keys = append(keys, reqstate.Key{ID: id, Secret: secret})
 	}
 	return keys, nil
-}
-
-// stateKeyRing is the requestState key ring: ELICIT_STATE_KEYS if set,
-// else one key, id k1, derived from the master key so states survive a
-// restart; its own label keeps it apart from the vault key.
-func stateKeyRing(cfg *config, master []byte) ([]reqstate.Key, error) {
-	keys, err := parseStateKeys(cfg.stateKeys)
-	if err != nil || len(keys) > 0 {
-		return keys, err
-	}
-	secret, err := hkdf.Key(sha256.New, master, nil, "elicit requestState v1", 32)
-	if err != nil {
-		return nil, err
-	}
-	return []reqstate.Key{{ID: "k1", Secret: secret}}, nil
 }
 
 func isPostgresURL(s string) bool {
@@ -160,14 +144,20 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// run is elicitd: the keys command, or the server until SIGTERM/SIGINT.
-// Audit records written to "-" go to stdout, everything else to stderr.
-func run(args []string, stdout, stderr io.Writer) error {
+// run is elicitd: the keys command (which prints to stdout), or the server
+// until SIGTERM/SIGINT (operational log on stderr; audit records on stdout
+// with --audit-log -).
+func run(args []string, stdout, stderr io.Writer) (err error) {
+	defer func() {
+		if errors.Is(err, flag.ErrHelp) {
+			err = nil
+		}
+	}()
+	if len(args) > 0 && args[0] == "keys" {
+		return runKeys(args[1:], stdout, stderr)
+	}
 	cfg, err := parseFlags(args, stderr)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
@@ -192,14 +182,34 @@ func run(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go app.sweepLoop(ctx, 5*time.Minute, logger)
+	go app.keys.refreshLoop(ctx, app.sealer, cfg.keysRefresh, logger)
+	if cfg.metricsAddr != "" && cfg.metricsAddr != "off" {
+		mln, err := net.Listen("tcp", cfg.metricsAddr)
+		if err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		msrv := &http.Server{Handler: app.opsMux(), ReadHeaderTimeout: cfg.readHeaderTimeout, IdleTimeout: cfg.idleTimeout,
+			ErrorLog: srv.ErrorLog}
+		logger.Info("metrics listening", "addr", mln.Addr().String())
+		go func() {
+			if err := serve.RunFor(ctx, msrv, mln, logger, cfg.shutdownTimeout); err != nil {
+				logger.Error("metrics listener", "err", err)
+			}
+		}()
+	}
 	logger.Info("elicitd listening", "addr", ln.Addr().String(), "mcp", cfg.publicURL+"/mcp", "pages", cfg.publicURL+"/ui/", "data", cfg.dataDir, "store", storeName(cfg), "version", version)
 	return serve.RunFor(ctx, srv, ln, logger, cfg.shutdownTimeout)
 }
 
-// app is elicitd's whole HTTP surface: /mcp, /ui/, /healthz.
+// app is elicitd's whole HTTP surface: /mcp, /ui/, /healthz, /readyz and
+// (unless --metrics-addr moves it) /metrics.
 type app struct {
 	http.Handler
 	closers []func() error
+	keys    *stateKeys
+	sealer  *reqstate.Sealer
+	// metricsHandler serves /metrics, readyz /readyz.
+	metricsHandler, readyz http.Handler
 	// sweep deletes expired flows and sessions; run calls it on a timer.
 	sweep func(context.Context) (int64, error)
 	// calendarProvider is the demo OAuth provider (nil without one).
@@ -254,25 +264,42 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 		a.Close()
 		return nil, err
 	}
-	flows, err := connect.New(connect.Options{Store: st, MasterKey: master, BaseURL: cfg.publicURL, Logger: logger, Now: now, SignIn: authn.signIn})
+	obs, closeAudit, err := newObserver(cfg)
 	if err != nil {
 		a.Close()
 		return nil, err
 	}
-	keys, err := stateKeyRing(cfg, master)
+	a.closers = append(a.closers, closeAudit)
+	a.metricsHandler = promhttp.HandlerFor(obs.metrics.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)})
+	flows, err := connect.New(connect.Options{Store: st, MasterKey: master, BaseURL: cfg.publicURL, Logger: logger, Now: now, SignIn: authn.signIn,
+		OnIdentityMismatch: obs.identityMismatch})
 	if err != nil {
 		a.Close()
 		return nil, err
 	}
-	sealer, err := reqstate.New(keys, &reqstate.Options{Now: now})
+	keys, err := newStateKeys(cfg, st, master, now)
 	if err != nil {
 		a.Close()
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ring, err := keys.load(ctx)
+	cancel()
+	if err != nil {
+		a.Close()
+		return nil, fmt.Errorf("loading the requestState key ring: %w", err)
+	}
+	sealer, err := reqstate.New(ring, &reqstate.Options{Now: now})
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	a.keys, a.sealer = keys, sealer
 	srv := mcpserver.New(mcp.Implementation{Name: "elicitd", Version: version, Title: "elicit reference server"}, &mcpserver.Options{
 		Instructions: "Tools that need the user in the middle of a request. connect_billing asks for a payment-provider API key on the server's own page (URL-mode elicitation).",
 		Sealer:       sealer,
 		Logger:       logger,
+		Observer:     obs.round,
 	})
 	billing.New(flows).Register(srv)
 	reports.New(flows, st, logger).Register(srv)
@@ -302,15 +329,17 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 	for pattern, h := range authn.routes {
 		mux.Handle(pattern, h)
 	}
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = io.WriteString(w, "ok\n")
-	})
+	a.readyz = readiness(keys, 2*time.Second, logger)
+	mux.HandleFunc("GET /healthz", healthz)
+	mux.Handle("GET /readyz", a.readyz)
+	if cfg.metricsAddr == "" {
+		mux.Handle("GET /metrics", a.metricsHandler)
+	}
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintf(w, "elicitd %s\nMCP endpoint: %s/mcp (POST, MCP 2026-07-28)\nPages: %s/ui/\n", version, cfg.publicURL, cfg.publicURL)
 	})
-	a.Handler = mux
+	a.Handler = obs.metrics.instrument(mux)
 	return a, nil
 }
 
