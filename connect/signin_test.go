@@ -2,14 +2,20 @@ package connect_test
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/mcp-elicit/elicit/auth"
 	"github.com/mcp-elicit/elicit/connect"
 	"github.com/mcp-elicit/elicit/internal/fakeidp"
+	"github.com/mcp-elicit/elicit/store/sqlite"
 )
 
 // oidcHarness is a harness whose pages sign in through a fake issuer.
@@ -167,4 +173,46 @@ func TestSignInOIDCRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+func ExampleOptions_signIn() {
+	idp, err := fakeidp.New() // stands in for the real issuer
+	if err != nil {
+		panic(err)
+	}
+	defer idp.Close()
+	const base = "https://mcp.example.com"
+	idp.AddClient(fakeidp.Client{ID: "pages", RedirectURL: base + connect.SignInCallbackPath})
+	dir, err := os.MkdirTemp("", "connect-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	st, err := sqlite.Open(filepath.Join(dir, "elicit.db"))
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
+	key, err := connect.LoadOrCreateMasterKey(dir)
+	if err != nil {
+		panic(err)
+	}
+
+	// The pages sign users in at the issuer that also issues the MCP
+	// endpoint's access tokens (auth.JWT), so both name a user the same way.
+	oc, err := auth.NewOIDC(context.Background(), auth.OIDCOptions{
+		Issuer: idp.URL, ClientID: "pages", RedirectURL: base + connect.SignInCallbackPath,
+	})
+	if err != nil {
+		panic(err)
+	}
+	svc, err := connect.New(connect.Options{Store: st, MasterKey: key, BaseURL: base, SignIn: oc, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	rec := httptest.NewRecorder()
+	svc.Handler().ServeHTTP(rec, httptest.NewRequest("GET", base+"/ui/login?next=/ui/", nil))
+	fmt.Println(rec.Code, strings.HasPrefix(rec.Header().Get("Location"), idp.URL+"/authorize?"))
+	// Output:
+	// 303 true
 }

@@ -103,20 +103,31 @@ type grant struct {
 // Start generates keys, listens on 127.0.0.1 and serves until tb ends.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
+	s, err := New()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// New generates keys, listens on 127.0.0.1 and serves until Close (for
+// Example functions, which have no testing.TB).
+func New() (*Server, error) {
 	s := &Server{clients: map[string]Client{}, codes: map[string]*grant{}}
 	var err error
 	if s.rsaKey, err = rsa.GenerateKey(rand.Reader, 2048); err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
 	if s.otherKey, err = rsa.GenerateKey(rand.Reader, 2048); err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
 	if s.ecKey, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader); err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
 	s.URL = "http://" + ln.Addr().String()
 	mux := http.NewServeMux()
@@ -127,9 +138,11 @@ func Start(tb testing.TB) *Server {
 	mux.HandleFunc("POST /token", s.token)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = s.srv.Serve(ln) }()
-	tb.Cleanup(func() { _ = s.srv.Close() })
-	return s
+	return s, nil
 }
+
+// Close stops the server.
+func (s *Server) Close() { _ = s.srv.Close() }
 
 // AddClient registers c.
 func (s *Server) AddClient(c Client) {
