@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	jose "github.com/go-jose/go-jose/v4"
 )
 
 // DefaultAlgorithms are the JWS algorithms JWT and OIDC accept when their
@@ -221,13 +222,23 @@ func newVerifier(ctx context.Context, issuer, audience string, algs []string, le
 	if now == nil {
 		now = time.Now
 	}
-	// The remote key set keeps this context for its later JWKS fetches
-	// (only the client it carries, not its deadline or cancellation).
 	p, err := oidc.NewProvider(oidc.ClientContext(ctx, client), issuer)
 	if err != nil {
 		return nil, fmt.Errorf("auth: discovering issuer %s: %w", issuer, err)
 	}
-	v := p.VerifierContext(oidc.ClientContext(context.WithoutCancel(ctx), client), &oidc.Config{
+	var meta struct {
+		JWKSURI string `json:"jwks_uri"`
+	}
+	if err := p.Claims(&meta); err != nil || meta.JWKSURI == "" {
+		return nil, fmt.Errorf("auth: issuer %s publishes no jwks_uri", issuer)
+	}
+	// Our key set rather than go-oidc's remote one, which fetches the JWKS
+	// again after every signature that fails to verify (keyset.go).
+	ks := &keySet{url: meta.JWKSURI, client: client, now: now}
+	for _, a := range algs {
+		ks.algs = append(ks.algs, jose.SignatureAlgorithm(a))
+	}
+	v := oidc.NewVerifier(issuer, ks, &oidc.Config{
 		ClientID:             audience,
 		SupportedSigningAlgs: slices.Clone(algs),
 		// go-oidc refuses a token once exp is before Now: judging expiry

@@ -49,6 +49,9 @@ const (
 	// RS256OtherKey is signed by an RSA key that is not in the JWKS but
 	// claims the published kid.
 	RS256OtherKey Alg = "RS256-other-key"
+	// RS256UnknownKid is signed by that other key under a kid the JWKS
+	// does not have.
+	RS256UnknownKid Alg = "RS256-unknown-kid"
 )
 
 // Claims are the claims Sign puts in a token. Zero fields are omitted,
@@ -84,7 +87,29 @@ type Server struct {
 	clients       map[string]Client
 	codes         map[string]*grant
 	tokenRequests int
+	jwksRequests  int
+	rsaKid        string
 	idTokenHook   func(*Claims, *Alg)
+}
+
+// JWKSRequests returns how many times the JWKS was fetched.
+func (s *Server) JWKSRequests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.jwksRequests
+}
+
+// RotateRSAKey replaces the RSA signing key with a new one under a new
+// kid; the old key leaves the JWKS.
+func (s *Server) RotateRSAKey() error {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rsaKey, s.rsaKid = k, s.rsaKid+"-next"
+	return nil
 }
 
 // SetIDTokenHook makes the token endpoint pass each ID token's claims and
@@ -114,7 +139,7 @@ func Start(tb testing.TB) *Server {
 // New generates keys, listens on 127.0.0.1 and serves until Close (for
 // Example functions, which have no testing.TB).
 func New() (*Server, error) {
-	s := &Server{clients: map[string]Client{}, codes: map[string]*grant{}}
+	s := &Server{clients: map[string]Client{}, codes: map[string]*grant{}, rsaKid: "rsa-1"}
 	var err error
 	if s.rsaKey, err = rsa.GenerateKey(rand.Reader, 2048); err != nil {
 		return nil, err
@@ -192,14 +217,18 @@ func pad(b []byte, n int) []byte {
 }
 
 func (s *Server) jwks(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.jwksRequests++
+	rsaKey, rsaKid := s.rsaKey, s.rsaKid
+	s.mu.Unlock()
 	ec, err := s.ecKey.PublicKey.Bytes() // 0x04 || X || Y
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"keys": []map[string]string{
-		{"kty": "RSA", "kid": "rsa-1", "use": "sig", "alg": "RS256",
-			"n": b64(s.rsaKey.N.Bytes()), "e": b64(big.NewInt(int64(s.rsaKey.E)).Bytes())},
+		{"kty": "RSA", "kid": rsaKid, "use": "sig", "alg": "RS256",
+			"n": b64(rsaKey.N.Bytes()), "e": b64(big.NewInt(int64(rsaKey.E)).Bytes())},
 		{"kty": "EC", "kid": "ec-1", "use": "sig", "alg": "ES256", "crv": "P-256",
 			"x": b64(ec[1:33]), "y": b64(ec[33:65])},
 	}})
@@ -231,16 +260,21 @@ func (s *Server) Sign(alg Alg, c Claims) string {
 	if c.AZP != "" {
 		payload["azp"] = c.AZP
 	}
+	s.mu.Lock()
+	rsaKey, rsaKid := s.rsaKey, s.rsaKid
+	s.mu.Unlock()
 	header := map[string]string{"typ": "JWT"}
 	switch alg {
 	case RS256, RS256OtherKey:
-		header["alg"], header["kid"] = "RS256", "rsa-1"
+		header["alg"], header["kid"] = "RS256", rsaKid
+	case RS256UnknownKid:
+		header["alg"], header["kid"] = "RS256", "unknown-"+b64(randomBytes(6))
 	case ES256:
 		header["alg"], header["kid"] = "ES256", "ec-1"
 	case None:
 		header["alg"] = "none"
 	case HS256PublicKey:
-		header["alg"], header["kid"] = "HS256", "rsa-1"
+		header["alg"], header["kid"] = "HS256", rsaKid
 	}
 	h, _ := json.Marshal(header)
 	p, _ := json.Marshal(payload)
@@ -249,14 +283,14 @@ func (s *Server) Sign(alg Alg, c Claims) string {
 	var sig []byte
 	switch alg {
 	case RS256:
-		sig, _ = rsa.SignPKCS1v15(rand.Reader, s.rsaKey, crypto.SHA256, digest[:])
-	case RS256OtherKey:
+		sig, _ = rsa.SignPKCS1v15(rand.Reader, rsaKey, crypto.SHA256, digest[:])
+	case RS256OtherKey, RS256UnknownKid:
 		sig, _ = rsa.SignPKCS1v15(rand.Reader, s.otherKey, crypto.SHA256, digest[:])
 	case ES256:
 		r, ss, _ := ecdsa.Sign(rand.Reader, s.ecKey, digest[:])
 		sig = append(pad(r.Bytes(), 32), pad(ss.Bytes(), 32)...)
 	case HS256PublicKey:
-		der, _ := x509.MarshalPKIXPublicKey(&s.rsaKey.PublicKey)
+		der, _ := x509.MarshalPKIXPublicKey(&rsaKey.PublicKey)
 		m := hmac.New(sha256.New, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
 		m.Write([]byte(input))
 		sig = m.Sum(nil)

@@ -1,0 +1,56 @@
+package auth_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcp-elicit/elicit/auth"
+	"github.com/mcp-elicit/elicit/internal/fakeidp"
+)
+
+// TestKeySetRefresh: the JWKS is fetched on first use and again for an
+// unknown key id (a rotation), but forged tokens, whether with a known or
+// a made-up key id, cause at most one fetch a minute.
+func TestKeySetRefresh(t *testing.T) {
+	idp := fakeidp.Start(t)
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	j, err := auth.NewJWT(context.Background(), auth.JWTOptions{Issuer: idp.URL, Resource: resource,
+		Now: func() time.Time { return time.Unix(0, clock.Load()) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := fakeidp.Claims{Subject: "alice", Audience: []string{resource}, Expiry: time.Now().Add(24 * time.Hour)}
+	check := func(step string, alg fakeidp.Alg, accept bool, fetches int) {
+		t.Helper()
+		_, err := authenticate(j, "Bearer "+idp.Sign(alg, claims))
+		if accept != (err == nil) {
+			t.Fatalf("%s: accepted=%v, err %v", step, err == nil, err)
+		}
+		if n := idp.JWKSRequests(); n != fetches {
+			t.Fatalf("%s: %d JWKS fetches, want %d", step, n, fetches)
+		}
+	}
+	if n := idp.JWKSRequests(); n != 0 {
+		t.Fatalf("JWKS fetched %d times before any token", n)
+	}
+	check("first token", fakeidp.RS256, true, 1)
+	check("cached", fakeidp.ES256, true, 1)
+	for range 20 {
+		check("known kid, wrong key", fakeidp.RS256OtherKey, false, 1)
+	}
+	clock.Add(int64(2 * time.Minute))
+	check("unknown kid after the interval", fakeidp.RS256UnknownKid, false, 2)
+	for range 20 {
+		check("unknown kid within the interval", fakeidp.RS256UnknownKid, false, 2)
+	}
+	if err := idp.RotateRSAKey(); err != nil {
+		t.Fatal(err)
+	}
+	check("rotated key within the interval", fakeidp.RS256, false, 2)
+	clock.Add(int64(61 * time.Second))
+	check("rotated key after the interval", fakeidp.RS256, true, 3)
+	check("rotated key cached", fakeidp.RS256, true, 3)
+}
