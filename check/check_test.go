@@ -154,6 +154,22 @@ func TestURLProblems(t *testing.T) {
 	}
 }
 
+func TestSameOrigin(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"http://127.0.0.1:3000/ui/x", "http://127.0.0.1:3000/mcp", true},
+		{"https://MCP.example.com/ui", "https://mcp.example.com/mcp", true},
+		{"https://idp.example.com/authorize", "https://mcp.example.com/mcp", false},
+		{"http://mcp.example.com/ui", "https://mcp.example.com/mcp", false},
+	} {
+		if got := sameOrigin(tc.a, tc.b); got != tc.want {
+			t.Errorf("sameOrigin(%q, %q) = %v", tc.a, tc.b, got)
+		}
+	}
+}
+
 func TestChangeValue(t *testing.T) {
 	for _, tc := range []struct {
 		in   any

@@ -115,12 +115,23 @@ func (c *checker) caseURLSafe(context.Context) Result {
 			bad = append(bad, clipEscape(key, 40)+": "+strings.Join(probs, "; "))
 			continue
 		}
-		ok = append(ok, clipEscape(key, 40)+": "+clipEscape(c.redact(raw), 120))
+		note := ""
+		if !sameOrigin(raw, c.cfg.URL) {
+			note = " (on another origin than the MCP endpoint: make sure it is the server's own page)"
+		}
+		ok = append(ok, clipEscape(key, 40)+": "+clipEscape(c.redact(raw), 120)+note)
 	}
 	if len(bad) > 0 {
 		return Result{Verdict: Fail, Observed: strings.Join(bad, " | ")}
 	}
 	return Result{Verdict: Pass, Observed: strings.Join(ok, "; ") + ": https or loopback, no userinfo, no credential-looking or user data"}
+}
+
+// sameOrigin reports whether two URLs have the same scheme and host.
+func sameOrigin(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	return err1 == nil && err2 == nil && ua.Scheme == ub.Scheme && strings.EqualFold(ua.Host, ub.Host)
 }
 
 // urlProblems lists what is unsafe about a URL-mode link: elicit.CheckURL's

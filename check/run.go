@@ -137,7 +137,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		c.allCases(rep, CouldNotTest, "the first call failed: "+c.first.String())
 		return c.finish(rep), nil
 	case c.first.complete && c.first.isError:
-		c.allCases(rep, CouldNotTest, "the first call ended in an error result ("+c.first.String()+"); check the tool arguments")
+		c.allCases(rep, CouldNotTest, "the first call ended in an error result ("+c.first.String()+"), so the tool asked nothing to check; check the arguments, or call it as a user for which it asks")
 		return c.finish(rep), nil
 	case c.first.complete:
 		c.allCases(rep, NotApplicable, "the tool completed without asking for input ("+c.first.String()+"); call it with arguments or as a user for which it asks")
@@ -161,9 +161,11 @@ func (c *checker) finish(rep *Report) *Report {
 	return rep
 }
 
+// redact replaces the tokens in s. Tokens shorter than three characters
+// are left: replacing them would garble every word, and they guard nothing.
 func (c *checker) redact(s string) string {
 	for _, t := range []struct{ tok, as string }{{c.cfg.Token, "<token>"}, {c.cfg.OtherToken, "<other-token>"}} {
-		if t.tok != "" {
+		if len(t.tok) >= 3 {
 			s = strings.ReplaceAll(s, t.tok, t.as)
 		}
 	}

@@ -3,6 +3,7 @@ package mcpclient_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 
@@ -102,4 +103,36 @@ func ExampleEncodeHeaderValue() {
 	// us-west1
 	// =?base64?WsO8cmljaA==?=
 	// =?base64?IHBhZGRlZA==?=
+}
+
+// SendRaw sends what a well-behaved client never would, for testing a
+// server: here a retry whose requestState was altered. The greeter's
+// state is sealed, so the server refuses it.
+func ExampleClient_SendRaw() {
+	srv := greeter()
+	defer srv.Close()
+	c := mcpclient.New(srv.URL, nil)
+	form := mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}}
+	ctx := context.Background()
+
+	raw, err := c.SendRaw(ctx, &mcpclient.RawRequest{Method: mcp.MethodToolsCall, Name: "greet", Capabilities: &form})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var first mcp.InputRequiredResult
+	_ = json.Unmarshal(raw, &first)
+	fmt.Println(first.ResultType, len(first.RequestState) > 0)
+
+	altered := first.RequestState[:len(first.RequestState)-1]
+	_, err = c.SendRaw(ctx, &mcpclient.RawRequest{Method: mcp.MethodToolsCall, Name: "greet", Capabilities: &form,
+		InputResponses: map[string]json.RawMessage{"who": json.RawMessage(`{"action":"accept","content":{"name":"Eve"}}`)},
+		RequestState:   &altered})
+	var rpc *mcpclient.RPCError
+	if errors.As(err, &rpc) {
+		fmt.Println(rpc.Code, rpc.Message)
+	}
+	// Output:
+	// input_required true
+	// -32602 invalid or expired requestState
 }
