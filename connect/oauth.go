@@ -70,8 +70,11 @@ type OAuthProvider struct {
 	// Purpose names the flows and the vault secret, as in StartFlow
 	// (1–64 characters of [A-Za-z0-9._-]).
 	Purpose string
-	// Name is shown on the pages, e.g. "Calendar provider".
+	// Name is shown on the pages, e.g. "Calendar provider"; "" means
+	// Purpose.
 	Name string
+	// Heading titles the connect page; "" means "Connect " + Name.
+	Heading string
 	// Config holds the client id and secret, the endpoint and the scopes.
 	// RedirectURL is ignored: it is always BaseURL + "/connect/callback",
 	// which must be the redirect URI registered with the provider.
@@ -101,6 +104,9 @@ func (s *Service) AddOAuthProvider(p OAuthProvider) error {
 	p.Config.RedirectURL = s.baseURL + callbackPath
 	if p.Name == "" {
 		p.Name = p.Purpose
+	}
+	if p.Heading == "" {
+		p.Heading = "Connect " + p.Name
 	}
 	if p.HTTPClient == nil {
 		p.HTTPClient = &http.Client{Timeout: exchangeTimeout}
@@ -217,7 +223,7 @@ func (s *Service) connectPage(w http.ResponseWriter, r *http.Request, post bool)
 		// the provider's origin must be an allowed form action.
 		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' "+origin(p.Config.Endpoint.AuthURL)+"; frame-ancestors 'none'; base-uri 'none'")
 		s.render(w, http.StatusOK, "connect", &page{
-			Title: "Connect " + p.Name, Heading: "Connect " + p.Name, User: sess.Principal, CSRF: sess.CSRF,
+			Title: p.Heading, Heading: p.Heading, User: sess.Principal, CSRF: sess.CSRF,
 			FlowID: f.ID, Next: s.flowPath(f), Provider: p.Name, ProviderHost: hostOf(p.Config.Endpoint.AuthURL),
 		})
 		return

@@ -69,6 +69,7 @@ func Provider(clientID, clientSecret, authURL, tokenURL string) connect.OAuthPro
 	return connect.OAuthProvider{
 		Purpose: Purpose,
 		Name:    "Calendar provider",
+		Heading: "Connect your calendar",
 		Config: oauth2.Config{
 			ClientID: clientID, ClientSecret: clientSecret, Scopes: []string{Scope},
 			Endpoint: oauth2.Endpoint{AuthURL: authURL, TokenURL: tokenURL, AuthStyle: oauth2.AuthStyleInHeader},

@@ -405,7 +405,10 @@ func (s *Server) getAuthorize(w http.ResponseWriter, r *http.Request) {
 			scope: Scope, expires: s.now().Add(DefaultRequestTTL)}
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
+		// The form is answered with a redirect to the client, which
+		// browsers check against form-action too.
+		ru, _ := url.Parse(c.RedirectURI)
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' "+ru.Scheme+"://"+ru.Host+"; frame-ancestors 'none'")
 		_ = page.Execute(w, pageData{Client: c.Name, Scope: Scope, Request: id})
 	}
 }
