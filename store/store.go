@@ -95,6 +95,13 @@ type Store interface {
 	// GetSecret returns principal's sealed secret called name.
 	// ErrNotFound if there is none.
 	GetSecret(ctx context.Context, principal, name string) ([]byte, error)
+	// ReplaceSecret replaces principal's sealed secret called name with
+	// sealed, if the stored one is still byte for byte old: a compare and
+	// swap, so a value derived from old (a refreshed OAuth token) never
+	// overwrites a newer one written meanwhile (a reconnect). ErrNotFound
+	// if there is no such secret, ErrConflict if it is no longer old;
+	// nothing is written then.
+	ReplaceSecret(ctx context.Context, principal, name string, old, sealed []byte, now time.Time) error
 	// CreateSession inserts s. ErrConflict if s.ID already exists.
 	CreateSession(ctx context.Context, s *Session) error
 	// GetSession returns the session even if it has expired (the caller

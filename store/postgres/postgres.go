@@ -306,6 +306,29 @@ func (s *Store) CompleteFlow(ctx context.Context, flowID, principal string, seal
 	return nil
 }
 
+// ReplaceSecret implements store.Store.
+func (s *Store) ReplaceSecret(ctx context.Context, principal, name string, old, sealed []byte, now time.Time) error {
+	if sealed == nil {
+		sealed = []byte{} // the column is NOT NULL
+	}
+	if old == nil {
+		old = []byte{}
+	}
+	tag, err := s.pool.Exec(ctx,
+		`UPDATE secrets SET sealed = $1, updated_at = $2 WHERE principal = $3 AND name = $4 AND sealed = $5`,
+		sealed, toNanos(now), principal, name, old)
+	if err != nil {
+		return pgErrorf("postgres: replace secret: %w", err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	if _, err := s.GetSecret(ctx, principal, name); err != nil {
+		return err
+	}
+	return pgErrorf("postgres: secret changed meanwhile: %w", store.ErrConflict)
+}
+
 // GetSecret implements store.Store.
 func (s *Store) GetSecret(ctx context.Context, principal, name string) ([]byte, error) {
 	var b []byte

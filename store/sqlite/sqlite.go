@@ -329,6 +329,35 @@ func (s *Store) CompleteFlow(ctx context.Context, flowID, principal string, seal
 	return nil
 }
 
+// ReplaceSecret implements store.Store.
+func (s *Store) ReplaceSecret(ctx context.Context, principal, name string, old, sealed []byte, now time.Time) error {
+	if sealed == nil {
+		sealed = []byte{} // the column is NOT NULL
+	}
+	res, err := s.db.ExecContext(ctx,
+		`UPDATE secrets SET sealed = ?, updated_at = ? WHERE principal = ? AND name = ? AND sealed = ?`,
+		sealed, toNanos(now), principal, name, nonNil(old))
+	if err != nil {
+		return fmt.Errorf("sqlite: replace secret: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("sqlite: replace secret: %w", err)
+	} else if n == 1 {
+		return nil
+	}
+	if _, err := s.GetSecret(ctx, principal, name); err != nil {
+		return err
+	}
+	return fmt.Errorf("sqlite: secret changed meanwhile: %w", store.ErrConflict)
+}
+
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
 // GetSecret implements store.Store.
 func (s *Store) GetSecret(ctx context.Context, principal, name string) ([]byte, error) {
 	var b []byte

@@ -49,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"CompleteExpired", testCompleteExpired},
 		{"CompleteTwice", testCompleteTwice},
 		{"SecretReplace", testSecretReplace},
+		{"ReplaceSecretCompareAndSwap", testReplaceSecretCAS},
 		{"SecretIsolation", testSecretIsolation},
 		{"SecretNotFound", testSecretNotFound},
 		{"Sessions", testSessions},
@@ -308,6 +309,38 @@ func testSecretReplace(t *testing.T, s store.Store) {
 		}
 		wantSecret(t, s, "alice", "billing_key", []byte(blob))
 	}
+}
+
+func testReplaceSecretCAS(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	wantErr(t, "ReplaceSecret(missing)", s.ReplaceSecret(ctx, "alice", "calendar", []byte("x"), []byte("y"), base), store.ErrNotFound)
+	wantNoSecret(t, s, "alice", "calendar")
+	for _, e := range []struct{ principal, blob string }{{"alice", "v1"}, {"bob", "v1"}} {
+		f := newFlow(t, e.principal, "calendar", base, time.Hour)
+		mustCreateFlow(t, s, f)
+		if err := s.CompleteFlow(ctx, f.ID, e.principal, []byte(e.blob), base.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := []struct {
+		old, sealed string
+		want        error
+		after       string
+	}{
+		{"v1", "v2", nil, "v2"},
+		{"v1", "v3", store.ErrConflict, "v2"}, // derived from a stale value
+		{"v1\x00", "v3", store.ErrConflict, "v2"},
+		{"v2", "v3", nil, "v3"},
+	}
+	for i, st := range steps {
+		err := s.ReplaceSecret(ctx, "alice", "calendar", []byte(st.old), []byte(st.sealed), base.Add(time.Duration(i+2)*time.Second))
+		if st.want == nil && err != nil || st.want != nil && !errors.Is(err, st.want) {
+			t.Fatalf("step %d: ReplaceSecret(%q -> %q) = %v, want %v", i, st.old, st.sealed, err, st.want)
+		}
+		wantSecret(t, s, "alice", "calendar", []byte(st.after))
+	}
+	wantSecret(t, s, "bob", "calendar", []byte("v1")) // other users untouched
+	wantErr(t, "ReplaceSecret(other name)", s.ReplaceSecret(ctx, "alice", "billing_key", []byte("v3"), []byte("v4"), base), store.ErrNotFound)
 }
 
 func testSecretIsolation(t *testing.T, s store.Store) {
