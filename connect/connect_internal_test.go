@@ -36,6 +36,12 @@ func TestSafeNext(t *testing.T) {
 		"/ui/é":                   "/ui/",
 		"/ui/x#y":                 "/ui/x",
 		"/ui/%zz":                 "/ui/",
+		"/connect/0123abcd":       "/connect/0123abcd",
+		"/connect/../ui/x":        "/ui/",
+		"/connect/%2e%2e/x":       "/ui/",
+		"/connect":                "/ui/",
+		"/connectx/":              "/ui/",
+		"//connect/x":             "/ui/",
 	}
 	for in, want := range cases {
 		if got := safeNext(in); got != want {

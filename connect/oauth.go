@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -134,32 +135,94 @@ func (s *Service) provider(purpose string) *OAuthProvider {
 // server-side use only: never put any of it in an MCP result, a log or a
 // URL (SEC-U-S-08). store.ErrNotFound if the user has not connected.
 func (s *Service) OAuthToken(ctx context.Context, principal, purpose string) (*oauth2.Token, error) {
-	if s.provider(purpose) == nil {
-		return nil, fmt.Errorf("connect: no OAuth provider for purpose %q", purpose)
-	}
-	blob, err := s.Secret(ctx, principal, purpose)
-	if err != nil {
-		return nil, err
-	}
-	var tok oauth2.Token
-	if err := json.Unmarshal(blob, &tok); err != nil || tok.AccessToken == "" {
-		return nil, errors.New("connect: stored OAuth token does not decode")
-	}
-	return &tok, nil
+	_, tok, err := s.oauthToken(ctx, principal, purpose)
+	return tok, err
 }
 
-// OAuthClient returns an HTTP client that sends principal's access token
-// for purpose to the provider's APIs, and nothing of the MCP request. It
-// refreshes an expired access token with the refresh token for the life
-// of the client; the refreshed token is not written back to the vault.
-// store.ErrNotFound if the user has not connected.
+// oauthToken returns the stored blob and its decoded token.
+func (s *Service) oauthToken(ctx context.Context, principal, purpose string) ([]byte, *oauth2.Token, error) {
+	if s.provider(purpose) == nil {
+		return nil, nil, fmt.Errorf("connect: no OAuth provider for purpose %q", purpose)
+	}
+	blob, err := s.store.GetSecret(ctx, principal, purpose)
+	if err != nil {
+		return nil, nil, err
+	}
+	plain, err := s.open(principal, purpose, blob)
+	if err != nil {
+		return nil, nil, err
+	}
+	var tok oauth2.Token
+	if err := json.Unmarshal(plain, &tok); err != nil || tok.AccessToken == "" {
+		return nil, nil, errors.New("connect: stored OAuth token does not decode")
+	}
+	return blob, &tok, nil
+}
+
+// OAuthClient returns an HTTP client, valid while ctx is, that sends
+// principal's access token for purpose to the provider's APIs and nothing
+// of the MCP request (SEC-U-S-09). When the access token has expired
+// (judged by x/oauth2 on the system clock) it is refreshed, and the new
+// tokens replace the stored ones unless a reconnect replaced them
+// meanwhile (store.ReplaceSecret), so a provider that rotates refresh
+// tokens keeps working. store.ErrNotFound if the user has not connected.
 func (s *Service) OAuthClient(ctx context.Context, principal, purpose string) (*http.Client, error) {
-	tok, err := s.OAuthToken(ctx, principal, purpose)
+	blob, tok, err := s.oauthToken(ctx, principal, purpose)
 	if err != nil {
 		return nil, err
 	}
 	p := s.provider(purpose)
-	return p.Config.Client(context.WithValue(ctx, oauth2.HTTPClient, p.HTTPClient), tok), nil
+	hctx := context.WithValue(ctx, oauth2.HTTPClient, p.HTTPClient)
+	src := &savingSource{svc: s, ctx: ctx, principal: principal, purpose: purpose,
+		base: p.Config.TokenSource(hctx, tok), blob: blob, access: tok.AccessToken}
+	return oauth2.NewClient(hctx, src), nil
+}
+
+// savingSource writes a refreshed token back to the vault.
+type savingSource struct {
+	svc                *Service
+	ctx                context.Context
+	principal, purpose string
+	base               oauth2.TokenSource
+
+	mu     sync.Mutex
+	blob   []byte // the stored sealed token this source derives from
+	access string // its access token
+}
+
+// Token implements oauth2.TokenSource. A failed write is logged, and the
+// fresh token is still used for this client.
+func (t *savingSource) Token() (*oauth2.Token, error) {
+	tok, err := t.base.Token()
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if tok.AccessToken == t.access {
+		return tok, nil
+	}
+	plain, err := json.Marshal(tok)
+	var sealed []byte
+	if err == nil {
+		sealed, err = t.svc.seal(t.principal, t.purpose, plain)
+	}
+	if err == nil {
+		err = t.svc.store.ReplaceSecret(t.ctx, t.principal, t.purpose, t.blob, sealed, t.svc.now())
+	}
+	attrs := []slog.Attr{slog.String("principal", t.principal), slog.String("purpose", t.purpose)}
+	switch {
+	case err == nil:
+		t.blob, t.access = sealed, tok.AccessToken
+		t.svc.audit(t.ctx, slog.LevelInfo, "oauth_token_refreshed", attrs...)
+	case errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound):
+		// Reconnected or removed meanwhile: the newer state wins.
+		t.access = tok.AccessToken
+		t.svc.audit(t.ctx, slog.LevelInfo, "oauth_token_refresh_not_stored", append(attrs, slog.String("reason", "changed_meanwhile"))...)
+	default:
+		t.svc.log.LogAttrs(t.ctx, slog.LevelError, "connect: store refreshed token", append(attrs, slog.Any("err", err))...)
+	}
+	return tok, nil
 }
 
 // attempt is the sealed content of an attempt record.
