@@ -88,6 +88,19 @@ func do(t *testing.T, ctx context.Context, who string, steps ...chromedp.Action[
 	}
 }
 
+// signIn opens link, which leads to the login page, signs in as user and
+// waits for the element with id then on the page it returns to.
+func signIn(t *testing.T, ctx context.Context, link, user, then string) {
+	t.Helper()
+	do(t, ctx, user,
+		chromedp.Navigate(link),
+		chromedp.WaitVisible(chromedp.ID("username")),
+		chromedp.SendKeys(chromedp.ID("username"), user),
+		chromedp.Click(chromedp.ID("submit")),
+		chromedp.WaitVisible(chromedp.ID(then)),
+	)
+}
+
 // TestBrowserBillingFlow walks alice through login and the key page in a
 // real browser, and shows bob's attempt on alice's link refused.
 func TestBrowserBillingFlow(t *testing.T) {
@@ -104,13 +117,7 @@ func TestBrowserBillingFlow(t *testing.T) {
 		}
 	})
 	bob := newBrowser(t, exe)
-	do(t, bob, "bob",
-		chromedp.Navigate(link),
-		chromedp.WaitVisible(id("username")),
-		chromedp.SendKeys(id("username"), "bob"),
-		chromedp.Click(id("submit")),
-		chromedp.WaitVisible(id("wrong-account")),
-	)
+	signIn(t, bob, link, "bob", "wrong-account")
 	screenshot(t, bob, "bob-refused")
 	bobPage := browserValue(t, bob, "bob", chromedp.Text("body"))
 	keyFields := browserValue(t, bob, "bob", chromedp.Evaluate[int](`document.querySelectorAll("#api_key").length`))

@@ -26,13 +26,7 @@ func TestBrowserCalendarFlow(t *testing.T) {
 
 	// Bob gets alice's link and signs in as himself: refused, no button.
 	bob := newBrowser(t, exe)
-	do(t, bob, "bob",
-		chromedp.Navigate(link),
-		chromedp.WaitVisible(id("username")),
-		chromedp.SendKeys(id("username"), "bob"),
-		chromedp.Click(id("submit")),
-		chromedp.WaitVisible(id("wrong-account")),
-	)
+	signIn(t, bob, link, "bob", "wrong-account")
 	screenshot(t, bob, "calendar-bob-refused")
 	bobPage := browserValue(t, bob, "bob", chromedp.Text("body"))
 	buttons := browserValue(t, bob, "bob", chromedp.Evaluate[int](`document.querySelectorAll("#continue").length`))
@@ -46,13 +40,7 @@ func TestBrowserCalendarFlow(t *testing.T) {
 
 	// Alice opens her link, signs in, and continues to the provider.
 	alice := newBrowser(t, exe)
-	do(t, alice, "alice",
-		chromedp.Navigate(link),
-		chromedp.WaitVisible(id("username")),
-		chromedp.SendKeys(id("username"), "alice"),
-		chromedp.Click(id("submit")),
-		chromedp.WaitVisible(id("continue")),
-	)
+	signIn(t, alice, link, "alice", "continue")
 	screenshot(t, alice, "calendar-alice-connect")
 	who := browserValue(t, alice, "alice", chromedp.Text(id("whoami")))
 	do(t, alice, "alice",
