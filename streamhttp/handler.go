@@ -142,13 +142,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	if !h.hosts.allowed(r, false) {
-		writeError(w, http.StatusForbidden, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Forbidden: Host or Origin not allowed"))
-		return
-	}
-	p, err := h.auth.Authenticate(r)
-	if err != nil {
-		h.refuseAuth(w, r, err)
+	p, ok := h.Admit(w, r)
+	if !ok {
 		return
 	}
 	if cts := r.Header.Values("Content-Type"); len(cts) > 1 || (len(cts) == 1 && cts[0] != "application/json") {
@@ -193,6 +188,32 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	resp := h.srv.Serve(r.Context(), in, p.ID(), sw.notify)
 	sw.finish(resp)
 }
+
+// Admit runs the endpoint's first checks on r for another handler that
+// shares the endpoint (the legacy package's 2025-11-25 bridge): the Host
+// and Origin check (403) and authentication (401 with the challenge, or
+// the status an auth.Error names), in that order, exactly as for a POST
+// here. On failure it has written the
+// answer and ok is false.
+func (h *Handler) Admit(w http.ResponseWriter, r *http.Request) (p auth.Principal, ok bool) {
+	if !h.hosts.allowed(r, false) {
+		writeError(w, http.StatusForbidden, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Forbidden: Host or Origin not allowed"))
+		return p, false
+	}
+	p, err := h.auth.Authenticate(r)
+	if err != nil {
+		h.refuseAuth(w, r, err)
+		return p, false
+	}
+	return p, true
+}
+
+// MaxBodyBytes returns the request body limit in bytes (Options.MaxBodyBytes).
+func (h *Handler) MaxBodyBytes() int64 { return h.max }
+
+// Authenticator returns the authenticator of Options.Auth (auth.Anonymous
+// when none was given).
+func (h *Handler) Authenticator() auth.Authenticator { return h.auth }
 
 // check runs the header and metadata validation and returns the parsed request.
 func (h *Handler) check(r *http.Request, req *jsonrpc.Request) (*mcpserver.Incoming, *jsonrpc.Error) {
