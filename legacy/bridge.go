@@ -1,0 +1,291 @@
+package legacy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-elicit/elicit/jsonrpc"
+	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/mcpserver"
+)
+
+// bridge runs mcpserver handlers for go-sdk sessions.
+type bridge struct {
+	srv  *mcpserver.Server
+	opts Options
+	log  *slog.Logger
+	ids  atomic.Int64 // JSON-RPC ids of the internal requests (never on the wire)
+}
+
+// call is one 2025 request being served: what stays the same across rounds.
+type call struct {
+	ss        *sdk.ServerSession
+	principal string
+	method    string          // tools/call, prompts/get, resources/read, completion/complete
+	target    map[string]any  // name or uri, and for completion ref/argument
+	arguments json.RawMessage // nil when absent
+	progress  any             // the client's progressToken, nil when absent
+}
+
+// pendingURL is a URL-mode elicitation the user accepted.
+type pendingURL struct {
+	id, url string
+	polls   int
+}
+
+// serve runs c through the registered handler, answering input requests
+// over the session, and returns the complete result's JSON or the error to
+// send (a *sdkjsonrpc.Error for protocol errors).
+func (b *bridge) serve(ctx context.Context, c *call) (json.RawMessage, error) {
+	caps := capabilitiesOf(c.ss)
+	var state *string
+	var responses map[string]json.RawMessage
+	accepted := map[string]pendingURL{} // URL keys accepted in the previous round
+	for round := 0; ; round++ {
+		if round >= b.opts.MaxRounds {
+			b.log.Warn("legacy: too many rounds", "method", c.method, "rounds", round)
+			return nil, &sdkjsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Too many rounds for one request"}
+		}
+		resp := b.invoke(ctx, c, caps, responses, state)
+		if resp.Error != nil {
+			return nil, toSDKError(resp.Error)
+		}
+		raw, err := json.Marshal(resp.Result)
+		if err != nil {
+			return nil, err
+		}
+		var ir struct {
+			ResultType    string                      `json:"resultType"`
+			InputRequests map[string]mcp.InputRequest `json:"inputRequests"`
+			RequestState  *string                     `json:"requestState"`
+		}
+		if err := json.Unmarshal(raw, &ir); err != nil {
+			return nil, err
+		}
+		if ir.ResultType != mcp.ResultTypeInputRequired {
+			b.completeURLs(ctx, c.ss, accepted, nil)
+			return raw, nil
+		}
+		if ir.RequestState == nil {
+			return nil, errors.New("input-required result without requestState")
+		}
+		state = ir.RequestState
+		b.completeURLs(ctx, c.ss, accepted, ir.InputRequests)
+		if len(ir.InputRequests) == 0 {
+			// "Come back later": the same call again after a pause, with no answers.
+			responses = nil
+			if err := sleep(ctx, b.opts.StatePoll); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		responses, accepted, err = b.answer(ctx, c, ir.InputRequests, accepted)
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// invoke calls the handler once through mcpserver's own parsing and
+// serving, so the requestState is opened, checked and sealed exactly as for
+// a 2026 request.
+func (b *bridge) invoke(ctx context.Context, c *call, caps json.RawMessage, responses map[string]json.RawMessage, state *string) *jsonrpc.Response {
+	meta := map[string]any{
+		mcp.MetaProtocolVersion:    mcp.ProtocolVersion,
+		mcp.MetaClientCapabilities: caps,
+		// Every level reaches ServerSession.Log, which filters by the level
+		// the client set with logging/setLevel.
+		"io.modelcontextprotocol/logLevel": "debug",
+	}
+	if c.progress != nil {
+		meta["progressToken"] = c.progress
+	}
+	params := map[string]any{"_meta": meta}
+	for k, v := range c.target {
+		params[k] = v
+	}
+	if c.arguments != nil {
+		params["arguments"] = c.arguments
+	}
+	if responses != nil {
+		params["inputResponses"] = responses
+	}
+	if state != nil {
+		params["requestState"] = *state
+	}
+	id := jsonrpc.IntID(b.ids.Add(1))
+	p, err := json.Marshal(params)
+	if err != nil {
+		return &jsonrpc.Response{ID: id, Error: jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params")}
+	}
+	in, jerr := mcpserver.Parse(&jsonrpc.Request{ID: id, Method: c.method, Params: p})
+	if jerr != nil {
+		return &jsonrpc.Response{ID: id, Error: jerr}
+	}
+	return b.srv.Serve(ctx, in, c.principal, b.notifier(ctx, c.ss))
+}
+
+// notifier forwards the handler's progress and log notifications to the
+// session, on the stream of the request being served.
+func (b *bridge) notifier(ctx context.Context, ss *sdk.ServerSession) mcpserver.Notifier {
+	return func(n *jsonrpc.Notification) error {
+		raw, err := json.Marshal(n.Params)
+		if err != nil {
+			return err
+		}
+		switch n.Method {
+		case mcp.NotificationProgress:
+			var p sdk.ProgressNotificationParams
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return err
+			}
+			return ss.NotifyProgress(ctx, &p)
+		case mcp.NotificationMessage:
+			var p sdk.LoggingMessageParams
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return err
+			}
+			return ss.Log(ctx, &p)
+		}
+		return nil
+	}
+}
+
+// answer sends the input requests to the client, in key order, and returns
+// the answers and the URL keys accepted in this round. A URL the user
+// already accepted in the previous round is not asked again while polls
+// remain: the same accept goes back after a pause, so a page finished
+// meanwhile completes the call without a second prompt.
+func (b *bridge) answer(ctx context.Context, c *call, reqs map[string]mcp.InputRequest, prev map[string]pendingURL) (map[string]json.RawMessage, map[string]pendingURL, error) {
+	keys := make([]string, 0, len(reqs))
+	for k := range reqs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make(map[string]json.RawMessage, len(reqs))
+	accepted := map[string]pendingURL{}
+	polled := false
+	for _, k := range keys {
+		r := reqs[k]
+		raw, err := json.Marshal(r.Params)
+		if err != nil {
+			return nil, nil, err
+		}
+		switch r.Method {
+		case mcp.MethodElicitationCreate:
+			var p mcp.ElicitRequestParams
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return nil, nil, err
+			}
+			if p.IsURL() {
+				if pu, ok := prev[k]; ok && pu.url == p.URL && pu.polls < b.opts.URLPolls {
+					if !polled {
+						if err := sleep(ctx, b.opts.URLPoll); err != nil {
+							return nil, nil, err
+						}
+						polled = true
+					}
+					pu.polls++
+					accepted[k] = pu
+					out[k] = json.RawMessage(`{"action":"accept"}`)
+					continue
+				}
+				id := newElicitationID()
+				res, err := b.elicit(ctx, c.ss, &sdk.ElicitParams{Mode: mcp.ElicitationModeURL, Message: p.Message, URL: p.URL, ElicitationID: id})
+				if err != nil {
+					return nil, nil, b.clientFailed(r.Method, err)
+				}
+				if res.Action == mcp.ActionAccept {
+					accepted[k] = pendingURL{id: id, url: p.URL}
+				}
+				out[k] = res.raw
+				continue
+			}
+			res, err := b.elicit(ctx, c.ss, &sdk.ElicitParams{Mode: mcp.ElicitationModeForm, Message: p.Message, RequestedSchema: p.RequestedSchema})
+			if err != nil {
+				return nil, nil, b.clientFailed(r.Method, err)
+			}
+			out[k] = res.raw
+		case mcp.MethodSamplingCreate:
+			var p sdk.CreateMessageParams
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return nil, nil, err
+			}
+			res, err := c.ss.CreateMessage(ctx, &p)
+			if err != nil {
+				return nil, nil, b.clientFailed(r.Method, err)
+			}
+			if out[k], err = json.Marshal(res); err != nil {
+				return nil, nil, err
+			}
+		case mcp.MethodRootsList:
+			res, err := c.ss.ListRoots(ctx, &sdk.ListRootsParams{})
+			if err != nil {
+				return nil, nil, b.clientFailed(r.Method, err)
+			}
+			if out[k], err = json.Marshal(res); err != nil {
+				return nil, nil, err
+			}
+		default:
+			return nil, nil, fmt.Errorf("input request %q has unknown method %q", k, r.Method)
+		}
+	}
+	return out, accepted, nil
+}
+
+// completeURLs sends notifications/elicitation/complete for each URL
+// elicitation accepted in the previous round that the handler no longer
+// asks for (next is the new round's requests; nil when the call is done):
+// the handler found the page finished. An accept the handler asks again is
+// still pending.
+func (b *bridge) completeURLs(ctx context.Context, ss *sdk.ServerSession, accepted map[string]pendingURL, next map[string]mcp.InputRequest) {
+	for k, pu := range accepted {
+		if r, again := next[k]; again && r.Method == mcp.MethodElicitationCreate {
+			continue
+		}
+		if err := ss.NotifyElicitationComplete(ctx, &sdk.ElicitationCompleteParams{ElicitationID: pu.id}); err != nil {
+			b.log.Warn("legacy: notifications/elicitation/complete not sent", "err", err)
+		}
+		delete(accepted, k)
+	}
+}
+
+// clientFailed turns a failed server-to-client request into the error the
+// 2025 client gets; the cause is logged, not sent.
+func (b *bridge) clientFailed(method string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	b.log.Warn("legacy: the client did not answer an input request", "method", method, "err", err)
+	return &sdkjsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "The client did not answer " + method}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// newElicitationID returns 128 random bits in hex: unique within the
+// server, and unguessable, as the client treats it as opaque.
+func newElicitationID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
