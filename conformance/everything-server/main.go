@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcp-elicit/elicit/legacy"
 	"github.com/mcp-elicit/elicit/streamhttp"
 )
 
@@ -40,7 +41,8 @@ func run(addr string, logger *slog.Logger) error {
 	defer stop()
 
 	mux := http.NewServeMux()
-	mux.Handle(endpoint, streamhttp.NewHandler(newServer(logger), &streamhttp.Options{Logger: logger}))
+	ms := newServer(logger)
+	mux.Handle(endpoint, legacy.NewHandler(ms, streamhttp.NewHandler(ms, &streamhttp.Options{Logger: logger}), &legacy.Options{Logger: logger}))
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 5 * time.Second,

@@ -231,6 +231,9 @@ var expectedTools = []string{
 	"test_input_required_result_multiple_inputs", "test_input_required_result_multi_round",
 	"test_input_required_result_tampered_state", "test_input_required_result_capabilities",
 	"json_schema_2020_12_tool", "test_custom_header",
+	// The fixtures of the 2025-11-25 suite (legacy_fixtures.go).
+	"test_tool_with_logging", "test_sampling", "test_elicitation",
+	"test_elicitation_sep1034_defaults", "test_elicitation_sep1330_enums",
 }
 
 func listed(t *testing.T, c *tester, method, member string) map[string]map[string]any {

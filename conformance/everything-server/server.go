@@ -60,7 +60,7 @@ func newServer(logger *slog.Logger) *mcpserver.Server {
 		Instructions: "Conformance fixture server: every tool, prompt and resource the MCP conformance suite exercises.",
 		Logger:       logger,
 	})
-	for _, t := range tools {
+	for _, t := range append(tools[:len(tools):len(tools)], legacyTools...) {
 		s.AddTool(&mcp.Tool{Name: t.name, Description: t.desc, InputSchema: t.schema}, t.h)
 	}
 
