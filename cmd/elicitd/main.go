@@ -319,11 +319,11 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 		hosts = append(hosts, h)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", streamhttp.NewHandler(srv, &streamhttp.Options{
+	mux.Handle("/mcp", bothEras(srv, streamhttp.NewHandler(srv, &streamhttp.Options{
 		Auth:         authn.mcp,
 		AllowedHosts: hosts,
 		Logger:       logger,
-	}))
+	}), logger))
 	mux.Handle("/ui/", streamhttp.AllowHosts(hosts, flows.Handler()))
 	mux.Handle("/connect/", streamhttp.AllowHosts(hosts, flows.Handler()))
 	for pattern, h := range authn.routes {
