@@ -17,6 +17,7 @@ func BenchmarkParseParams(b *testing.B)             { micro.ParseParams(b) }
 func BenchmarkDecodeHeaderValuePlain(b *testing.B)  { micro.DecodeHeaderValuePlain(b) }
 func BenchmarkDecodeHeaderValueBase64(b *testing.B) { micro.DecodeHeaderValueBase64(b) }
 func BenchmarkServeHTTPCall(b *testing.B)           { micro.ServeHTTPCall(b) }
+func BenchmarkServeHTTPCallBothEras(b *testing.B)   { micro.ServeHTTPCallBothEras(b) }
 func BenchmarkServeHTTPDiscover(b *testing.B)       { micro.ServeHTTPDiscover(b) }
 func BenchmarkServeHTTPFormFirst(b *testing.B)      { micro.ServeHTTPFormFirst(b) }
 func BenchmarkServeHTTPFormRetry(b *testing.B)      { micro.ServeHTTPFormRetry(b) }

@@ -199,6 +199,13 @@ func ServeHTTPCall(b *testing.B) {
 	serveHTTP(b, elicitsrv.Handler(), wire.CallBody(7), wire.Headers(mcp.MethodToolsCall, wire.EchoTool), 200, wire.MarkEcho)
 }
 
+// ServeHTTPCallBothEras is ServeHTTPCall through legacy.Handler (2025-11-25
+// and 2026-07-28 clients on one endpoint): what the era dispatcher adds
+// to a 2026 request.
+func ServeHTTPCallBothEras(b *testing.B) {
+	serveHTTP(b, elicitsrv.BothEras(), wire.CallBody(7), wire.Headers(mcp.MethodToolsCall, wire.EchoTool), 200, wire.MarkEcho)
+}
+
 // ServeHTTPDiscover serves server/discover.
 func ServeHTTPDiscover(b *testing.B) {
 	serveHTTP(b, elicitsrv.Handler(), wire.DiscoverBody(7), wire.Headers(mcp.MethodDiscover, ""), 200, wire.MarkDiscover)

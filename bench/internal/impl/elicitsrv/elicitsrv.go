@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-elicit/elicit/bench/internal/wire"
 	"github.com/mcp-elicit/elicit/elicit"
+	"github.com/mcp-elicit/elicit/legacy"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
 	"github.com/mcp-elicit/elicit/streamhttp"
@@ -31,6 +32,14 @@ func New() *mcpserver.Server {
 // Handler returns New behind a streamhttp.Handler with default options.
 func Handler() http.Handler {
 	return streamhttp.NewHandler(New(), &streamhttp.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+}
+
+// BothEras returns New behind legacy.Handler in front of the same
+// streamhttp.Handler: 2026 requests pass the era dispatcher first.
+func BothEras() http.Handler {
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s := New()
+	return legacy.NewHandler(s, streamhttp.NewHandler(s, &streamhttp.Options{Logger: logger}), &legacy.Options{Logger: logger})
 }
 
 func echo(_ context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
