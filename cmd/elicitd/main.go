@@ -61,6 +61,11 @@ import (
 // version is stamped by the build; "dev" otherwise.
 var version = "dev"
 
+// registerTestTools is set only in builds with the elicitd_testhooks tag
+// (testhooks.go), which the process tests use; release builds have no
+// test tools.
+var registerTestTools func(*mcpserver.Server)
+
 func main() {
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "elicitd:", err)
@@ -303,6 +308,9 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 	})
 	billing.New(flows).Register(srv)
 	reports.New(flows, st, logger).Register(srv)
+	if registerTestTools != nil {
+		registerTestTools(srv)
+	}
 	if a.calendarProvider, err = startCalendar(cfg, srv, flows, logger); err != nil {
 		a.Close()
 		return nil, err

@@ -71,7 +71,8 @@ type reportsEnv struct {
 	db *sql.DB       // raw read access, for ledger rows no record points to
 }
 
-func newReportsEnv(t *testing.T) *reportsEnv {
+// newReportsEnv starts elicitd; each option may adjust its config first.
+func newReportsEnv(t *testing.T, options ...func(*config)) *reportsEnv {
 	t.Helper()
 	e := &env{t: t, logs: &syncBuffer{}, rec: &recorder{}}
 	e.clock.Store(time.Now().UnixNano())
@@ -82,6 +83,9 @@ func newReportsEnv(t *testing.T) *reportsEnv {
 	dir := t.TempDir()
 	cfg := &config{addr: ln.Addr().String(), dataDir: dir, publicURL: "http://" + ln.Addr().String(),
 		now: func() time.Time { return time.Unix(0, e.clock.Load()) }}
+	for _, o := range options {
+		o(cfg)
+	}
 	logger := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.app, err = newApp(cfg, logger)
 	if err != nil {

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// waitFor polls cond until it holds, failing after a generous deadline
+// (a hang guard, not a timing assertion).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestSIGTERMFinishesInFlightRequest runs a real elicitd (test build, with
+// the test_block tool): a request is in flight, SIGTERM arrives, the
+// listener closes, the request is released and completes with 200, and
+// the process exits 0.
+func TestSIGTERMFinishesInFlightRequest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs an elicitd process; skipped in -short")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "elicitd")
+	if out, err := exec.Command("go", "build", "-tags", "elicitd_testhooks", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	fifo := filepath.Join(dir, "release")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeLoopbackAddr(t)
+	stderr := &syncBuffer{}
+	cmd := exec.Command(bin, "--addr", addr, "--data", filepath.Join(dir, "data"), "--audit-log", "off", "--shutdown-timeout", "1m")
+	var environ []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ELICIT_") {
+			environ = append(environ, kv)
+		}
+	}
+	cmd.Env = append(environ, "ELICIT_TEST_BLOCK_FIFO="+fifo)
+	cmd.Stdout, cmd.Stderr = stderr, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	waitFor(t, "elicitd to listen", func() bool { return strings.Contains(stderr.String(), "elicitd listening") })
+
+	type result struct {
+		status int
+		body   string
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_block","arguments":{},` + metaURL + `}}`
+		req, _ := http.NewRequest("POST", "http://"+addr+"/mcp", strings.NewReader(body))
+		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+			"MCP-Protocol-Version": "2026-07-28", "Authorization": "Bearer alice", "Mcp-Method": "tools/call", "Mcp-Name": "test_block"} {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		done <- result{resp.StatusCode, string(b), err}
+	}()
+
+	// Opening the pipe for writing returns once the handler has opened it
+	// for reading: from here on the request is in flight.
+	opened := make(chan *os.File, 1)
+	go func() {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			t.Error(err)
+		}
+		opened <- f
+	}()
+	var release *os.File
+	select {
+	case release = <-opened:
+	case r := <-done:
+		t.Fatalf("the request ended before it blocked: %+v\n%s", r, stderr.String())
+	}
+	if release == nil {
+		t.FailNow()
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the shutdown to start", func() bool { return strings.Contains(stderr.String(), "shutting down") })
+	waitFor(t, "the listener to close", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	})
+	select {
+	case r := <-done:
+		t.Fatalf("the request ended before it was released: %+v", r)
+	case err := <-exited:
+		t.Fatalf("elicitd exited with a request in flight: %v\n%s", err, stderr.String())
+	default:
+	}
+
+	if _, err := io.WriteString(release, "go"); err != nil {
+		t.Fatal(err)
+	}
+	release.Close()
+	r := <-done
+	if r.err != nil || r.status != http.StatusOK || !strings.Contains(r.body, `"text":"released: go"`) {
+		t.Fatalf("in-flight request: HTTP %d %v %s", r.status, r.err, r.body)
+	}
+	if err := <-exited; err != nil || cmd.ProcessState.ExitCode() != 0 {
+		t.Fatalf("elicitd exit: %v (code %d)\n%s", err, cmd.ProcessState.ExitCode(), stderr.String())
+	}
+	exited <- nil // for the cleanup
+}
