@@ -214,7 +214,9 @@ func (c *checker) findControl(ctx context.Context) {
 			return
 		}
 		r := c.retry(ctx, c.a, c.args, answers(op, k), op.state)
-		if r.complete || r.advanced(op) {
+		// An accept must move the call on; a decline or cancel may end it
+		// in an error result, which is then the outcome to compare with.
+		if r.advanced(op) || (k != answerGood && r.complete) {
 			c.control, c.controlOut = k, r
 			return
 		}
@@ -223,15 +225,17 @@ func (c *checker) findControl(ctx context.Context) {
 	c.controlWhy = "no genuine answer moved the call on (" + strings.Join(tried, "; ") + "), so a refusal of an altered retry cannot be told from a normal one"
 }
 
-// accepted reports whether o is what the control got, or moved the call on.
+// accepted reports whether o moved the call on, or, when the control
+// ended in an error result (a decline), is that same result.
 func (c *checker) accepted(o, op *outcome) bool {
-	return o.err == nil && (o.class() == c.controlOut.class() || o.advanced(op))
+	ctl := c.controlOut
+	return o.err == nil && (o.advanced(op) || (ctl.complete && ctl.isError && o.sameResult(ctl)))
 }
 
-// refused reports whether o turned the retry down: an error, the same
-// question again, or an isError result where the control succeeded.
+// refused reports whether o turned the retry down: a JSON-RPC error, the
+// same question again, or an error result other than the control's.
 func (c *checker) refused(o, op *outcome) bool {
-	return o.rpc != nil || o.sameAsk(op) || (o.complete && o.isError && c.controlOut.success())
+	return o.rpc != nil || o.sameAsk(op) || (o.complete && o.isError && !o.sameResult(c.controlOut))
 }
 
 // attempt is one altered retry and what it got.

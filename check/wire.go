@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/mcp-elicit/elicit/mcp"
@@ -68,6 +69,17 @@ func (o *outcome) sameAsk(first *outcome) bool {
 // advanced: a success, or a new question (the answer moved the call on).
 func (o *outcome) advanced(first *outcome) bool {
 	return o.success() || (o.inputReq && len(o.requests) > 0 && !o.sameAsk(first))
+}
+
+// ids matches what differs between two runs of one operation: numbers
+// and hex or base64url identifiers ("d_7f6ba20069d194b4").
+var ids = regexp.MustCompile(`[0-9A-Za-z_-]*[0-9][0-9A-Za-z_-]*`)
+
+// sameResult reports whether o and p are complete results of the same
+// kind saying the same thing, identifiers aside.
+func (o *outcome) sameResult(p *outcome) bool {
+	return o.complete && p.complete && o.isError == p.isError &&
+		ids.ReplaceAllString(o.text, "#") == ids.ReplaceAllString(p.text, "#")
 }
 
 // class groups outcomes for comparison with a control: "error",

@@ -1,0 +1,99 @@
+package check
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/mcp-elicit/elicit/mcpclient"
+)
+
+func TestAcceptedRefused(t *testing.T) {
+	op := &outcome{inputReq: true, requests: map[string]inputReq{"k": {}}}
+	rpc := &outcome{rpc: &mcpclient.RPCError{Code: -32602}}
+	again := &outcome{inputReq: true, requests: map[string]inputReq{"k": {}}}
+	next := &outcome{inputReq: true, requests: map[string]inputReq{"other": {}}}
+	ok := &outcome{complete: true, text: "Draft d_7f6ba20069d194b4 prepared"}
+	declined := &outcome{complete: true, isError: true, text: "You declined (operation 41)."}
+	declinedToo := &outcome{complete: true, isError: true, text: "You declined (operation 42)."}
+	badState := &outcome{complete: true, isError: true, text: "That state is not valid."}
+	for _, tc := range []struct {
+		name              string
+		control, o        *outcome
+		accepted, refused bool
+	}{
+		{"success control, success", ok, ok, true, false},
+		{"success control, JSON-RPC error", ok, rpc, false, true},
+		{"success control, asked again", ok, again, false, true},
+		{"success control, next question", ok, next, true, false},
+		{"success control, error result", ok, badState, false, true},
+		{"decline control, the same decline", declined, declinedToo, true, false},
+		{"decline control, another error result", declined, badState, false, true},
+		{"decline control, success", declined, ok, true, false},
+		{"failed request", ok, &outcome{err: context.Canceled}, false, false},
+	} {
+		c := &checker{controlOut: tc.control}
+		if a, r := c.accepted(tc.o, op), c.refused(tc.o, op); a != tc.accepted || r != tc.refused {
+			t.Errorf("%s: accepted %v refused %v, want %v %v", tc.name, a, r, tc.accepted, tc.refused)
+		}
+	}
+}
+
+// refuser asks on the first call and refuses every retry: it gives no
+// evidence about its state handling, so no state case may pass.
+func refuser(t *testing.T) string {
+	t.Helper()
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				RequestState *string `json:"requestState"`
+			} `json:"params"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		w.Header().Set("Content-Type", "application/json")
+		result := ""
+		switch {
+		case req.Method == "server/discover":
+			result = `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"private"}`
+		case req.Method == "tools/list":
+			result = `{"resultType":"complete","tools":[{"name":"t","inputSchema":{"type":"object"}}],"ttlMs":0,"cacheScope":"private"}`
+		case req.Params.RequestState == nil:
+			result = `{"resultType":"input_required","requestState":"AQJrMSBk6XtB1WdmdKiZ_8Cht9hXI6JERi4TMLPwzpGk","inputRequests":{"q":{"method":"elicitation/create","params":{"message":"Pick","requestedSchema":{"type":"object","properties":{"n":{"type":"integer","maximum":3}}}}}}}`
+		default:
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"no"}}`, req.ID)
+			return
+		}
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, result)
+	}))
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
+
+func TestRefusingEverythingPassesNoStateCase(t *testing.T) {
+	rep, err := Run(context.Background(), Config{URL: refuser(t), Tool: "t", Token: "alice", OtherToken: "bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mayPass := map[string]bool{CaseCapability: false, CaseDecline: true, CaseCancel: true, CaseResponsesMissing: true,
+		CaseFormSecret: true, CaseStatePlaintext: true}
+	for _, r := range rep.Results {
+		if r.Verdict == Pass && !mayPass[r.ID] {
+			t.Errorf("%s passed on a server that refuses every retry: %s", r.ID, r.Observed)
+		}
+		if r.Verdict == Fail && r.ID != CaseCapability {
+			t.Errorf("%s failed: %s", r.ID, r.Observed)
+		}
+	}
+	for _, id := range []string{CaseStateBitFlip, CaseReplayOtherUser, CaseResponsesWrongKey, CaseFormInvalid} {
+		if r := rep.Result(id); r.Verdict != CouldNotTest || !strings.Contains(r.Observed, "no genuine answer moved the call on") {
+			t.Errorf("%s: %s %q, want could not test for lack of a control", id, r.Verdict, r.Observed)
+		}
+	}
+}
