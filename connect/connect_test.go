@@ -1301,21 +1301,27 @@ func oneWins(t *testing.T, n, loser int, send func(i int) (*http.Response, error
 	}
 }
 
-func ExampleService_StartFlow() {
+// exampleStore opens a throwaway SQLite store and vault key for the
+// Example functions; cleanup removes them.
+func exampleStore() (store.Store, []byte, func()) {
 	dir, err := os.MkdirTemp("", "connect-example")
 	if err != nil {
 		panic(err)
 	}
-	defer os.RemoveAll(dir)
 	st, err := sqlite.Open(filepath.Join(dir, "elicit.db"))
 	if err != nil {
 		panic(err)
 	}
-	defer st.Close()
 	key, err := connect.LoadOrCreateMasterKey(dir)
 	if err != nil {
 		panic(err)
 	}
+	return st, key, func() { st.Close(); os.RemoveAll(dir) }
+}
+
+func ExampleService_StartFlow() {
+	st, key, cleanup := exampleStore()
+	defer cleanup()
 	svc, err := connect.New(connect.Options{
 		Store:     st,
 		MasterKey: key,

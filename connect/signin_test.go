@@ -7,15 +7,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/mcp-elicit/elicit/auth"
 	"github.com/mcp-elicit/elicit/connect"
 	"github.com/mcp-elicit/elicit/internal/fakeidp"
-	"github.com/mcp-elicit/elicit/store/sqlite"
 )
 
 // oidcHarness is a harness whose pages sign in through a fake issuer.
@@ -118,6 +115,15 @@ func TestSignInOIDC(t *testing.T) {
 
 func TestSignInOIDCRefusals(t *testing.T) {
 	h, _ := oidcHarness(t)
+	// callback signs in at the issuer as alice, then returns the callback
+	// query the issuer sent, changed by edit.
+	callback := func(c *http.Client, edit func(url.Values)) *http.Response {
+		cb, _ := url.Parse(h.idpLogin(c, "alice", "/ui/"))
+		q := cb.Query()
+		edit(q)
+		resp, _ := h.get(c, connect.SignInCallbackPath+"?"+q.Encode())
+		return resp
+	}
 	tests := []struct {
 		name   string
 		run    func(c *http.Client) *http.Response
@@ -128,33 +134,16 @@ func TestSignInOIDCRefusals(t *testing.T) {
 			return resp
 		}, http.StatusBadRequest},
 		{"state mismatch", func(c *http.Client) *http.Response {
-			cb, _ := url.Parse(h.idpLogin(c, "alice", "/ui/"))
-			q := cb.Query()
-			q.Set("state", strings.Repeat("A", 43))
-			resp, _ := h.get(c, connect.SignInCallbackPath+"?"+q.Encode())
-			return resp
+			return callback(c, func(q url.Values) { q.Set("state", strings.Repeat("A", 43)) })
 		}, http.StatusForbidden},
 		{"issuer error", func(c *http.Client) *http.Response {
-			cb, _ := url.Parse(h.idpLogin(c, "alice", "/ui/"))
-			q := cb.Query()
-			q.Del("code")
-			q.Set("error", "access_denied")
-			resp, _ := h.get(c, connect.SignInCallbackPath+"?"+q.Encode())
-			return resp
+			return callback(c, func(q url.Values) { q.Del("code"); q.Set("error", "access_denied") })
 		}, http.StatusForbidden},
 		{"other iss", func(c *http.Client) *http.Response {
-			cb, _ := url.Parse(h.idpLogin(c, "alice", "/ui/"))
-			q := cb.Query()
-			q.Set("iss", "https://evil.example")
-			resp, _ := h.get(c, connect.SignInCallbackPath+"?"+q.Encode())
-			return resp
+			return callback(c, func(q url.Values) { q.Set("iss", "https://evil.example") })
 		}, http.StatusForbidden},
 		{"bad code", func(c *http.Client) *http.Response {
-			cb, _ := url.Parse(h.idpLogin(c, "alice", "/ui/"))
-			q := cb.Query()
-			q.Set("code", "forged")
-			resp, _ := h.get(c, connect.SignInCallbackPath+"?"+q.Encode())
-			return resp
+			return callback(c, func(q url.Values) { q.Set("code", "forged") })
 		}, http.StatusForbidden},
 		{"demo form closed", func(c *http.Client) *http.Response {
 			resp, _ := h.post(c, "/ui/login", url.Values{"username": {"alice"}})
@@ -183,20 +172,8 @@ func ExampleOptions_signIn() {
 	defer idp.Close()
 	const base = "https://mcp.example.com"
 	idp.AddClient(fakeidp.Client{ID: "pages", RedirectURL: base + connect.SignInCallbackPath})
-	dir, err := os.MkdirTemp("", "connect-example")
-	if err != nil {
-		panic(err)
-	}
-	defer os.RemoveAll(dir)
-	st, err := sqlite.Open(filepath.Join(dir, "elicit.db"))
-	if err != nil {
-		panic(err)
-	}
-	defer st.Close()
-	key, err := connect.LoadOrCreateMasterKey(dir)
-	if err != nil {
-		panic(err)
-	}
+	st, key, cleanup := exampleStore()
+	defer cleanup()
 
 	// The pages sign users in at the issuer that also issues the MCP
 	// endpoint's access tokens (auth.JWT), so both name a user the same way.

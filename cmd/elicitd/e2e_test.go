@@ -266,14 +266,22 @@ func csrfOf(t *testing.T, page string) string {
 	return m[1]
 }
 
-// login follows the redirect to the login page from link and signs in as user.
-// It returns the key page that the login redirects back to.
-func (b *browser) login(base, link, user string) (int, string) {
+// openSignedOut opens link without a session and returns the sign-in page
+// it redirects to.
+func (b *browser) openSignedOut(link string) string {
 	b.t.Helper()
 	status, loc, _ := b.get(link)
 	if status != http.StatusSeeOther || !strings.HasPrefix(loc, "/ui/login?next=") {
 		b.t.Fatalf("opening %s without a session: %d %q", link, status, loc)
 	}
+	return loc
+}
+
+// login follows the redirect to the login page from link and signs in as user.
+// It returns the key page that the login redirects back to.
+func (b *browser) login(base, link, user string) (int, string) {
+	b.t.Helper()
+	loc := b.openSignedOut(link)
 	status, _, page := b.get(base + loc)
 	if status != 200 {
 		b.t.Fatalf("login page: %d", status)

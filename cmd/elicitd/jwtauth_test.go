@@ -34,10 +34,7 @@ func newJWTEnv(t *testing.T) (*env, *fakeidp.Server) {
 // the callback then returns it to link. It returns the page link shows.
 func (b *browser) oidcLogin(base, link, user string) (int, string) {
 	b.t.Helper()
-	status, loc, _ := b.get(link)
-	if status != http.StatusSeeOther || !strings.HasPrefix(loc, "/ui/login?next=") {
-		b.t.Fatalf("opening %s without a session: %d %q", link, status, loc)
-	}
+	loc := b.openSignedOut(link)
 	status, authz, _ := b.get(base + loc)
 	if status != http.StatusSeeOther {
 		b.t.Fatalf("GET %s: %d, want 303 to the issuer", loc, status)
