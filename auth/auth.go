@@ -33,12 +33,18 @@ type Principal struct {
 // request (RFC 6750 insufficient_scope); the transport answers 403.
 var ErrForbidden = errors.New("auth: insufficient scope")
 
+// ErrIssuerUnavailable means the credentials could not be checked because
+// the issuer's keys could not be fetched; the transport answers 503 with
+// Retry-After, so that an outage does not read as a bad token.
+var ErrIssuerUnavailable = errors.New("auth: issuer unavailable")
+
 // Error is an authentication failure together with its HTTP answer (RFC
 // 6750 §3): Status 401 for a missing or invalid token, 400 for a malformed
-// request, 403 for insufficient scope; Challenge is the WWW-Authenticate
-// value to send with it. It matches ErrUnauthenticated (or ErrForbidden for
-// 403) with errors.Is. Reason is for the server log and never holds the
-// token.
+// request, 403 for insufficient scope, 503 when the issuer cannot be
+// reached; Challenge is the WWW-Authenticate value to send with it ("" for
+// none). It matches ErrUnauthenticated, ErrForbidden (403) or
+// ErrIssuerUnavailable (503) with errors.Is. Reason is for the server log
+// and never holds the token.
 type Error struct {
 	Status    int
 	Challenge string
@@ -47,10 +53,14 @@ type Error struct {
 
 func (e *Error) Error() string { return "auth: " + e.Reason }
 
-// Unwrap returns ErrForbidden for a 403, else ErrUnauthenticated.
+// Unwrap returns ErrForbidden for a 403, ErrIssuerUnavailable for a 503,
+// else ErrUnauthenticated.
 func (e *Error) Unwrap() error {
-	if e.Status == http.StatusForbidden {
+	switch e.Status {
+	case http.StatusForbidden:
 		return ErrForbidden
+	case http.StatusServiceUnavailable:
+		return ErrIssuerUnavailable
 	}
 	return ErrUnauthenticated
 }

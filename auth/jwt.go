@@ -114,7 +114,8 @@ func (j *JWT) Challenge() string { return j.challenge }
 // without an error code when there is no bearer token, 400
 // invalid_request for several Authorization headers, 401 invalid_token for
 // a malformed, forged, expired, foreign (iss or aud) or badly signed token,
-// 403 insufficient_scope for a missing scope.
+// 403 insufficient_scope for a missing scope, 503 (ErrIssuerUnavailable)
+// when the issuer's keys cannot be fetched.
 func (j *JWT) Authenticate(r *http.Request) (Principal, error) {
 	token, err := BearerToken(r.Header)
 	switch {
@@ -125,7 +126,11 @@ func (j *JWT) Authenticate(r *http.Request) (Principal, error) {
 	case err != nil:
 		return Principal{}, j.fail(http.StatusUnauthorized, "invalid_token", err.Error())
 	}
-	t, err := j.verifier.Verify(r.Context(), token)
+	var ff fetchFailure
+	t, err := j.verifier.Verify(context.WithValue(r.Context(), fetchFailureKey{}, &ff), token)
+	if ff.err != nil {
+		return Principal{}, &Error{Status: http.StatusServiceUnavailable, Reason: ff.err.Error()}
+	}
 	if err != nil {
 		return Principal{}, j.fail(http.StatusUnauthorized, "invalid_token", verifyReason(err))
 	}

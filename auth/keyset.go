@@ -41,6 +41,20 @@ type keySet struct {
 	mu        sync.RWMutex
 	keys      []jose.JSONWebKey
 	nextFetch time.Time // zero: never fetched
+	lastErr   error     // of the last fetch; nil after a success
+}
+
+// fetchFailure receives, through the context of one verification, why the
+// keys it needed could not be fetched: go-oidc flattens the key set's
+// error into a string, and an outage must not be answered as a bad token.
+type fetchFailure struct{ err error }
+
+type fetchFailureKey struct{}
+
+func reportFetchFailure(ctx context.Context, err error) {
+	if ff, ok := ctx.Value(fetchFailureKey{}).(*fetchFailure); ok {
+		ff.err = err
+	}
 }
 
 // VerifySignature returns the payload of jwt once its signature verifies
@@ -89,15 +103,23 @@ func (k *keySet) keysFor(ctx context.Context, kid string) ([]jose.JSONWebKey, er
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if hasKey(k.keys, kid) || (!k.nextFetch.IsZero() && k.now().Before(k.nextFetch)) {
-		return k.keys, nil // fetched meanwhile, or too soon to fetch again
+	if hasKey(k.keys, kid) {
+		return k.keys, nil // fetched meanwhile
+	}
+	if !k.nextFetch.IsZero() && k.now().Before(k.nextFetch) {
+		if k.lastErr != nil { // still failing: the key may well exist
+			reportFetchFailure(ctx, k.lastErr)
+			return nil, k.lastErr
+		}
+		return k.keys, nil // too soon to fetch again
 	}
 	keys, err := k.fetch(ctx)
 	if err != nil {
-		k.nextFetch = k.now().Add(keyRetryInterval)
-		return nil, fmt.Errorf("fetching the issuer's keys: %w", err)
+		k.nextFetch, k.lastErr = k.now().Add(keyRetryInterval), fmt.Errorf("fetching the issuer's keys: %w", err)
+		reportFetchFailure(ctx, k.lastErr)
+		return nil, k.lastErr
 	}
-	k.keys, k.nextFetch = keys, k.now().Add(keyRefreshInterval)
+	k.keys, k.nextFetch, k.lastErr = keys, k.now().Add(keyRefreshInterval), nil
 	return keys, nil
 }
 

@@ -2,6 +2,7 @@ package auth_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -53,4 +54,36 @@ func TestKeySetRefresh(t *testing.T) {
 	clock.Add(int64(61 * time.Second))
 	check("rotated key after the interval", fakeidp.RS256, true, 3)
 	check("rotated key cached", fakeidp.RS256, true, 3)
+}
+
+// TestKeySetOutage: while the issuer's JWKS cannot be fetched, a token is
+// answered 503 (ErrIssuerUnavailable, no challenge), not invalid_token;
+// fetches are retried at most every 5 seconds, and the token is accepted
+// once the issuer is back.
+func TestKeySetOutage(t *testing.T) {
+	idp := fakeidp.Start(t)
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	j, err := auth.NewJWT(context.Background(), auth.JWTOptions{Issuer: idp.URL, Resource: resource,
+		Now: func() time.Time { return time.Unix(0, clock.Load()) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := "Bearer " + idp.Sign(fakeidp.RS256, fakeidp.Claims{Subject: "alice", Audience: []string{resource}, Expiry: time.Now().Add(time.Hour)})
+	idp.SetJWKSDown(true)
+	for i, fetches := range []int{1, 1} {
+		_, err := authenticate(j, tok)
+		var ae *auth.Error
+		if !errors.As(err, &ae) || ae.Status != 503 || ae.Challenge != "" || !errors.Is(err, auth.ErrIssuerUnavailable) {
+			t.Fatalf("try %d during the outage: %v", i, err)
+		}
+		if n := idp.JWKSRequests(); n != fetches {
+			t.Fatalf("try %d: %d fetches, want %d", i, n, fetches)
+		}
+	}
+	idp.SetJWKSDown(false)
+	clock.Add(int64(6 * time.Second))
+	if p, err := authenticate(j, tok); err != nil || p.Subject != "alice" {
+		t.Fatalf("after the outage: %+v, %v", p, err)
+	}
 }

@@ -36,6 +36,7 @@ func TestAuthRefusals(t *testing.T) {
 		"scope":  &auth.Error{Status: 403, Challenge: `Bearer error="insufficient_scope"`, Reason: "r"},
 		"bad":    &auth.Error{Status: 401, Challenge: `Bearer error="invalid_token"`, Reason: "r"},
 		"double": &auth.Error{Status: 400, Challenge: `Bearer error="invalid_request"`, Reason: "r"},
+		"down":   &auth.Error{Status: 503, Reason: "issuer keys unavailable"},
 	}
 	hs := httptest.NewServer(NewHandler(s, &Options{Auth: fa}))
 	defer hs.Close()
@@ -49,6 +50,7 @@ func TestAuthRefusals(t *testing.T) {
 		{"bad", 401, `Bearer error="invalid_token"`},
 		{"double", 400, `Bearer error="invalid_request"`},
 		{"unknown", 401, `Bearer realm="t"`}, // a plain error: the Authenticator's challenge
+		{"down", 503, ""},
 	}
 	for _, tt := range tests {
 		status, h, body := call{"POST", with(std("tools/call", "whoami"), "Authorization", "Bearer "+tt.token), callBody(1, "whoami", "{}")}.do(t, hs.URL)
@@ -63,6 +65,10 @@ func TestAuthRefusals(t *testing.T) {
 			}
 			if err := json.Unmarshal([]byte(body), &resp); err != nil || len(resp.Result.Content) != 1 || resp.Result.Content[0].Text != "https://idp.example#alice" {
 				t.Errorf("handler saw principal %s, want the issuer#subject id", body)
+			}
+		} else if status == 503 {
+			if h.Get("Retry-After") != "1" || !strings.Contains(body, `"code":-32603`) || !strings.Contains(body, `"retryable":true`) {
+				t.Errorf("issuer outage: Retry-After %q, body %s", h.Get("Retry-After"), body)
 			}
 		} else if !strings.Contains(body, `"code":-32600`) {
 			t.Errorf("%s: body %s", tt.token, body)

@@ -113,13 +113,22 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // refuseAuth answers a failed authentication: the status and
 // WWW-Authenticate challenge of an *auth.Error (401, 400 or 403, RFC 6750
-// §3), else 401 with the Authenticator's challenge. The reason goes to the
+// §3; 503 with Retry-After and a retryable -32603 when the issuer is
+// unreachable), else 401 with the Authenticator's challenge. The reason goes to the
 // log at info level; it never holds the token.
 func (h *Handler) refuseAuth(w http.ResponseWriter, r *http.Request, err error) {
 	status, challenge := http.StatusUnauthorized, h.auth.Challenge()
 	var ae *auth.Error
 	if errors.As(err, &ae) {
 		status, challenge = ae.Status, ae.Challenge
+		if status == http.StatusServiceUnavailable {
+			// As for a store outage: retryable, nothing was done.
+			h.log.Warn("streamhttp: cannot authenticate now", "reason", ae.Reason)
+			w.Header().Set("Retry-After", "1")
+			writeError(w, status, jsonrpc.ID{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Temporarily unavailable; retry later",
+				Data: mcpserver.RetryData{Retryable: true, RetryAfterMs: 1000}})
+			return
+		}
 		h.log.Info("streamhttp: request not authenticated", "status", status, "reason", ae.Reason, "remote", r.RemoteAddr)
 	}
 	if challenge != "" {

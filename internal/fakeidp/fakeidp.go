@@ -88,6 +88,7 @@ type Server struct {
 	codes         map[string]*grant
 	tokenRequests int
 	jwksRequests  int
+	jwksDown      bool
 	rsaKid        string
 	idTokenHook   func(*Claims, *Alg)
 }
@@ -97,6 +98,13 @@ func (s *Server) JWKSRequests() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.jwksRequests
+}
+
+// SetJWKSDown makes the JWKS endpoint answer 503 (an outage) or work again.
+func (s *Server) SetJWKSDown(down bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.jwksDown = down
 }
 
 // RotateRSAKey replaces the RSA signing key with a new one under a new
@@ -219,8 +227,12 @@ func pad(b []byte, n int) []byte {
 func (s *Server) jwks(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.jwksRequests++
-	rsaKey, rsaKid := s.rsaKey, s.rsaKid
+	rsaKey, rsaKid, down := s.rsaKey, s.rsaKid, s.jwksDown
 	s.mu.Unlock()
+	if down {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+		return
+	}
 	ec, err := s.ecKey.PublicKey.Bytes() // 0x04 || X || Y
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
