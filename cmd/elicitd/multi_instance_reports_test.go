@@ -52,6 +52,7 @@ func newPGCluster(t *testing.T, dsn string, stateKeys ...string) (*reportsEnv, *
 		u, _ := url.Parse(ts.URL)
 		proxy.backends = append(proxy.backends, httputil.NewSingleHostReverseProxy(u))
 		proxy.names = append(proxy.names, string(rune('A'+i)))
+		proxy.apps = append(proxy.apps, a)
 	}
 	ps := &httptest.Server{Listener: pln, Config: &http.Server{Handler: proxy}}
 	ps.Start()

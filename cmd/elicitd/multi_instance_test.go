@@ -23,6 +23,7 @@ type roundRobin struct {
 	next     atomic.Int64
 	mu       sync.Mutex
 	served   []string // backend name per request, in order
+	apps     []*app   // the instances, when newPGCluster made them
 }
 
 func (p *roundRobin) ServeHTTP(w http.ResponseWriter, r *http.Request) {

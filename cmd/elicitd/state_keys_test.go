@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcp-elicit/elicit/examples/reports"
+	"github.com/mcp-elicit/elicit/reqstate"
 )
 
 func stateKeyB64() string {
@@ -88,4 +89,62 @@ func TestStateKeysEnv(t *testing.T) {
 	if err != nil || len(ring) != 1 || ring[0].ID != "k9" {
 		t.Fatalf("ring with ELICIT_STATE_KEYS = %v, %v", ring, err)
 	}
+}
+
+// TestStoreKeyRingPostgres: two instances on one PostgreSQL share the
+// store's key ring. A state sealed with the derived key before a rotation
+// opens after it on the other instance; once both have re-read the ring
+// they seal with the new key and open each other's states; after k1 is
+// retired and the ring re-read, a state k1 sealed is refused.
+func TestStoreKeyRingPostgres(t *testing.T) {
+	dsn := pgtest.SchemaDSN(t)
+	e, proxy := newPGCluster(t, dsn, "", "")
+	const A, B = 0, 1
+	ctx := t.Context()
+	refreshAll := func() {
+		t.Helper()
+		for _, a := range proxy.apps {
+			if err := a.keys.refresh(ctx, a.sealer); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	proxy.force(A)
+	before := e.export(1, "alice", "2026-Q1", "sales", "", metaURL)
+	before.input(t, reports.KeyOptions)
+	// The instances use no activation delay (zero --state-keys-refresh in
+	// these configs), so the new key seals as soon as it is read.
+	newID, err := proxy.apps[A].keys.rotate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refreshAll()
+	for i, a := range proxy.apps {
+		if ids := a.sealer.KeyIDs(); len(ids) != 2 || ids[0] != newID {
+			t.Fatalf("instance %d ring = %v, want %s sealing", i, ids, newID)
+		}
+	}
+	proxy.force(B)
+	e.export(2, "alice", "2026-Q1", "sales", retryWith(reports.KeyOptions, accepted, before.state()), metaURL).wantComplete(t, false, "")
+
+	proxy.force(B)
+	r := e.export(3, "alice", "2026-Q2", "sales", "", metaURL)
+	r.input(t, reports.KeyOptions)
+	proxy.force(A)
+	e.export(4, "alice", "2026-Q2", "sales", retryWith(reports.KeyOptions, accepted, r.state()), metaURL).wantComplete(t, false, "")
+
+	// A k1 state made before the rotation, opened after k1 is retired.
+	old, _ := proxy.apps[A].keys.derived()
+	oldSealer, _ := reqstate.New([]reqstate.Key{old}, nil)
+	if err := proxy.apps[B].keys.retire(ctx, "k1"); err != nil {
+		t.Fatal(err)
+	}
+	refreshAll()
+	if ids := proxy.apps[A].sealer.KeyIDs(); strings.Join(ids, ",") != newID {
+		t.Fatalf("ring after retiring k1 = %v", ids)
+	}
+	stale, _ := oldSealer.Seal(&reqstate.Claims{Binding: reqstate.Binding{Principal: "alice", Method: "tools/call", Name: reports.ToolExport}})
+	proxy.force(A)
+	e.export(5, "alice", "2026-Q3", "sales", retryWith(reports.KeyOptions, accepted, stale), metaURL).wantError(t, 400, -32602)
 }
