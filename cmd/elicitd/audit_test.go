@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -230,5 +231,32 @@ func TestHealthAndReadiness(t *testing.T) {
 	}
 	if code, _ := get("/healthz"); code != 200 {
 		t.Fatalf("/healthz with the store closed: %d", code)
+	}
+}
+
+// With --metrics-addr, /metrics leaves the public listener; the separate
+// listener serves it with the health endpoints.
+func TestMetricsAddrMovesMetrics(t *testing.T) {
+	e := newReportsEnv(t, func(c *config) { c.metricsAddr = "127.0.0.1:0" })
+	resp, err := http.Get(e.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("/metrics on the public listener: %d", resp.StatusCode)
+	}
+	ops := httptest.NewServer(e.app.opsMux())
+	defer ops.Close()
+	for path, want := range map[string]string{"/metrics": "elicitd_build_info", "/healthz": "ok", "/readyz": "ready"} {
+		resp, err := http.Get(ops.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(b), want) {
+			t.Errorf("%s on the metrics listener: %d %.80q", path, resp.StatusCode, b)
+		}
 	}
 }

@@ -156,21 +156,14 @@ func (k *stateKeys) refreshLoop(ctx context.Context, sealer *reqstate.Sealer, in
 	if k.override != nil || interval <= 0 {
 		return
 	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			before := slices.Clone(sealer.KeyIDs())
-			if err := k.refresh(ctx, sealer); err != nil {
-				logger.Error("reloading the requestState key ring; keeping the current one", "err", err)
-			} else if after := sealer.KeyIDs(); !slices.Equal(before, after) {
-				logger.Info("requestState key ring changed", "sealing", after[0], "keys", len(after))
-			}
+	every(ctx, interval, func(ctx context.Context) {
+		before := slices.Clone(sealer.KeyIDs())
+		if err := k.refresh(ctx, sealer); err != nil {
+			logger.Error("reloading the requestState key ring; keeping the current one", "err", err)
+		} else if after := sealer.KeyIDs(); !slices.Equal(before, after) {
+			logger.Info("requestState key ring changed", "sealing", after[0], "keys", len(after))
 		}
-	}
+	})
 }
 
 // newKeyID returns a fresh key id: the UTC time and 4 random hex digits.

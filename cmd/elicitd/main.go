@@ -221,8 +221,8 @@ type app struct {
 	calendarProvider *fakeoauth.Server
 }
 
-// sweepLoop deletes expired flows and sessions every interval until ctx ends.
-func (a *app) sweepLoop(ctx context.Context, interval time.Duration, logger *slog.Logger) {
+// every calls fn every interval until ctx ends.
+func every(ctx context.Context, interval time.Duration, fn func(context.Context)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -230,14 +230,21 @@ func (a *app) sweepLoop(ctx context.Context, interval time.Duration, logger *slo
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			n, err := a.sweep(ctx)
-			if err != nil {
-				logger.Error("sweeping expired flows and sessions", "err", err)
-			} else if n > 0 {
-				logger.Info("swept expired flows and sessions", "rows", n)
-			}
+			fn(ctx)
 		}
 	}
+}
+
+// sweepLoop deletes expired flows and sessions every interval until ctx ends.
+func (a *app) sweepLoop(ctx context.Context, interval time.Duration, logger *slog.Logger) {
+	every(ctx, interval, func(ctx context.Context) {
+		n, err := a.sweep(ctx)
+		if err != nil {
+			logger.Error("sweeping expired flows and sessions", "err", err)
+		} else if n > 0 {
+			logger.Info("swept expired flows and sessions", "rows", n)
+		}
+	})
 }
 
 func (a *app) Close() error {

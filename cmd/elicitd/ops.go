@@ -116,7 +116,7 @@ func newMetrics() *metrics {
 	}, []string{"method", "code"})
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "elicitd_request_duration_seconds",
-		Help:    "HTTP request latency by MCP method (Mcp-Method header; ui for the pages).",
+		Help:    "HTTP request latency by MCP method (Mcp-Method header; other without a known one; ui for the pages).",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10), // 0.5 ms .. 131 s
 	}, []string{"method"})
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "elicitd_build_info", Help: "Always 1; labels say which build runs."},
