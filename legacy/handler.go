@@ -63,6 +63,7 @@ import (
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-elicit/elicit/auth"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
 	"github.com/mcp-elicit/elicit/streamhttp"
@@ -142,15 +143,15 @@ func NewHandler(srv *mcpserver.Server, modern *streamhttp.Handler, opts *Options
 		// endpoint's allowed hosts, which may include a public name.
 		DisableLocalhostProtection: true,
 	})
-	authn := modern.Authenticator()
-	verify := func(_ context.Context, _ string, r *http.Request) (*sdkauth.TokenInfo, error) {
-		p, err := authn.Authenticate(r)
-		if err != nil || p.Subject == "" {
+	// The token was checked by Admit; the verifier only hands its subject
+	// to go-sdk. The expiry satisfies the middleware: every request is
+	// authenticated anew by Admit.
+	verify := func(ctx context.Context, _ string, _ *http.Request) (*sdkauth.TokenInfo, error) {
+		sub, _ := ctx.Value(subjectKey{}).(string)
+		if sub == "" {
 			return nil, sdkauth.ErrInvalidToken
 		}
-		// The expiry only satisfies the middleware: every request is
-		// authenticated again by Admit.
-		return &sdkauth.TokenInfo{UserID: p.Subject, Expiration: time.Now().Add(time.Hour)}, nil
+		return &sdkauth.TokenInfo{UserID: sub, Expiration: time.Now().Add(time.Hour)}, nil
 	}
 	return &Handler{modern: modern, sdk: sh, withSub: sdkauth.RequireBearerToken(verify, nil)(sh), log: o.Logger}
 }
@@ -194,7 +195,8 @@ func isLegacyVersion(v string) bool {
 // on; a body over the limit goes on unread past the limit, so the modern
 // handler answers 413 as usual.
 func (h *Handler) sniff(w http.ResponseWriter, r *http.Request) {
-	if _, ok := h.modern.Admit(w, r); !ok {
+	p, ok := h.modern.Admit(w, r)
+	if !ok {
 		return
 	}
 	limit := h.modern.MaxBodyBytes()
@@ -213,7 +215,7 @@ func (h *Handler) sniff(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if isInitialize(body) {
-		h.serveLegacy(w, r)
+		h.toSDK(w, r, p)
 		return
 	}
 	h.modern.ServeHTTP(w, r)
@@ -227,13 +229,22 @@ func isInitialize(body []byte) bool {
 	return json.Unmarshal(body, &m) == nil && m.Method == "initialize"
 }
 
-// serveLegacy applies the endpoint's Host/Origin check, authentication
-// and body limit, then hands the request to go-sdk.
+// serveLegacy applies the endpoint's Host/Origin check and
+// authentication, then hands the request to go-sdk.
 func (h *Handler) serveLegacy(w http.ResponseWriter, r *http.Request) {
 	p, ok := h.modern.Admit(w, r)
 	if !ok {
 		return
 	}
+	h.toSDK(w, r, p)
+}
+
+// subjectKey carries the subject Admit found to the bearer middleware's verifier.
+type subjectKey struct{}
+
+// toSDK hands an admitted request to go-sdk within the body limit, with
+// the caller's subject as TokenInfo.UserID.
+func (h *Handler) toSDK(w http.ResponseWriter, r *http.Request, p auth.Principal) {
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(w, r.Body, h.modern.MaxBodyBytes())
 	}
@@ -241,7 +252,7 @@ func (h *Handler) serveLegacy(w http.ResponseWriter, r *http.Request) {
 		h.sdk.ServeHTTP(w, r)
 		return
 	}
-	h.withSub.ServeHTTP(w, r)
+	h.withSub.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), subjectKey{}, p.Subject)))
 }
 
 // principalOf returns the subject that serveLegacy handed to go-sdk.

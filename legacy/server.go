@@ -29,6 +29,9 @@ func (b *bridge) newSDKServer() *sdk.Server {
 	if b.srv.Capabilities().Completions != nil {
 		opts.CompletionHandler = b.complete
 	}
+	var disc mcp.DiscoverResult
+	b.list(mcp.MethodDiscover, &disc)
+	opts.Instructions = disc.Instructions
 	s := sdk.NewServer(&sdk.Implementation{Name: info.Name, Title: info.Title, Version: info.Version}, opts)
 	s.AddSendingMiddleware(captureResults)
 

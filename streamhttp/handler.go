@@ -220,10 +220,6 @@ func (h *Handler) Admit(w http.ResponseWriter, r *http.Request) (p auth.Principa
 // MaxBodyBytes returns the request body limit in bytes (Options.MaxBodyBytes).
 func (h *Handler) MaxBodyBytes() int64 { return h.max }
 
-// Authenticator returns the authenticator of Options.Auth (auth.Anonymous
-// when none was given).
-func (h *Handler) Authenticator() auth.Authenticator { return h.auth }
-
 // check runs the header and metadata validation and returns the parsed request.
 func (h *Handler) check(r *http.Request, req *jsonrpc.Request) (*mcpserver.Incoming, *jsonrpc.Error) {
 	version, ok := headerValue(r.Header, HeaderProtocolVersion)

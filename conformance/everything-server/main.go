@@ -1,10 +1,11 @@
-// Command everything-server is the MCP 2026-07-28 "everything" server of
-// the official conformance suite: every fixture tool, prompt, resource and
-// MRTR flow the suite exercises, served statelessly over Streamable HTTP
-// at /mcp.
+// Command everything-server is the "everything" server of the official
+// conformance suite: every fixture tool, prompt, resource and MRTR flow the
+// suite exercises, served at /mcp statelessly to 2026-07-28 clients and,
+// through the legacy bridge, over sessions to 2025-11-25 clients.
 //
 //	go run ./conformance/everything-server --addr 127.0.0.1:3001
 //	shared/conformance/run server --url http://127.0.0.1:3001/mcp --requirements 2026-07-28
+//	shared/conformance/run server --url http://127.0.0.1:3001/mcp --requirements 2025-11-25
 package main
 
 import (
