@@ -202,40 +202,32 @@ func (b *bridge) answer(ctx context.Context, c *call, reqs map[string]mcp.InputR
 					continue
 				}
 				id := newElicitationID()
-				res, err := b.elicit(ctx, c.ss, &sdk.ElicitParams{Mode: mcp.ElicitationModeURL, Message: p.Message, URL: p.URL, ElicitationID: id})
+				action, raw, err := elicit(ctx, c.ss, &sdk.ElicitParams{Mode: mcp.ElicitationModeURL, Message: p.Message, URL: p.URL, ElicitationID: id})
 				if err != nil {
 					return nil, nil, b.clientFailed(r.Method, err)
 				}
-				if res.Action == mcp.ActionAccept {
+				if action == mcp.ActionAccept {
 					accepted[k] = pendingURL{id: id, url: p.URL}
 				}
-				out[k] = res.raw
+				out[k] = raw
 				continue
 			}
-			res, err := b.elicit(ctx, c.ss, &sdk.ElicitParams{Mode: mcp.ElicitationModeForm, Message: p.Message, RequestedSchema: p.RequestedSchema})
+			_, raw, err := elicit(ctx, c.ss, &sdk.ElicitParams{Mode: mcp.ElicitationModeForm, Message: p.Message, RequestedSchema: p.RequestedSchema})
 			if err != nil {
 				return nil, nil, b.clientFailed(r.Method, err)
 			}
-			out[k] = res.raw
+			out[k] = raw
 		case mcp.MethodSamplingCreate:
 			var p sdk.CreateMessageParams
 			if err := json.Unmarshal(raw, &p); err != nil {
 				return nil, nil, err
 			}
-			res, err := c.ss.CreateMessage(ctx, &p)
-			if err != nil {
+			if out[k], err = sent(ctx, func(ctx context.Context) error { _, err := c.ss.CreateMessage(ctx, &p); return err }); err != nil {
 				return nil, nil, b.clientFailed(r.Method, err)
-			}
-			if out[k], err = json.Marshal(res); err != nil {
-				return nil, nil, err
 			}
 		case mcp.MethodRootsList:
-			res, err := c.ss.ListRoots(ctx, &sdk.ListRootsParams{})
-			if err != nil {
+			if out[k], err = sent(ctx, func(ctx context.Context) error { _, err := c.ss.ListRoots(ctx, &sdk.ListRootsParams{}); return err }); err != nil {
 				return nil, nil, b.clientFailed(r.Method, err)
-			}
-			if out[k], err = json.Marshal(res); err != nil {
-				return nil, nil, err
 			}
 		default:
 			return nil, nil, fmt.Errorf("input request %q has unknown method %q", k, r.Method)

@@ -30,29 +30,34 @@ func captureResults(next sdk.MethodHandler) sdk.MethodHandler {
 	}
 }
 
-// elicitResult is the client's answer to elicitation/create.
-type elicitResult struct {
-	Action string
-	raw    json.RawMessage
-}
-
-// elicit sends elicitation/create and returns the answer as the client sent
-// it. go-sdk's own check of a form answer against the schema is skipped
-// (its error is ignored once the answer was captured).
-func (b *bridge) elicit(ctx context.Context, ss *sdk.ServerSession, p *sdk.ElicitParams) (*elicitResult, error) {
+// sent sends one server-to-client request with send and returns the
+// client's result as it arrived. go-sdk's own checks of the result (a form
+// answer against the schema, one content block for sampling) are skipped:
+// their error is ignored once the result was captured, and the handler
+// judges the answer as it would a 2026 client's.
+func sent(ctx context.Context, send func(context.Context) error) (json.RawMessage, error) {
 	c := &captured{}
-	_, err := ss.Elicit(context.WithValue(ctx, captureKey{}, c), p)
+	err := send(context.WithValue(ctx, captureKey{}, c))
 	if c.raw == nil {
 		if err == nil {
-			err = errors.New("no answer captured")
+			err = errors.New("no result captured")
 		}
 		return nil, err
+	}
+	return c.raw, nil
+}
+
+// elicit sends elicitation/create and returns the answer's action and JSON.
+func elicit(ctx context.Context, ss *sdk.ServerSession, p *sdk.ElicitParams) (action string, raw json.RawMessage, err error) {
+	raw, err = sent(ctx, func(ctx context.Context) error { _, err := ss.Elicit(ctx, p); return err })
+	if err != nil {
+		return "", nil, err
 	}
 	var a struct {
 		Action string `json:"action"`
 	}
-	if err := json.Unmarshal(c.raw, &a); err != nil {
-		return nil, err
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return "", nil, err
 	}
-	return &elicitResult{Action: a.Action, raw: c.raw}, nil
+	return a.Action, raw, nil
 }

@@ -35,47 +35,34 @@ func (b *bridge) newSDKServer() *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: info.Name, Title: info.Title, Version: info.Version}, opts)
 	s.AddSendingMiddleware(captureResults)
 
-	var tools mcp.ListToolsResult
-	b.list(mcp.MethodToolsList, &tools)
-	for _, t := range tools.Tools {
-		var st sdk.Tool
-		if err := remarshal(t, &st); err != nil {
-			b.log.Error("legacy: tool not served to 2025 clients", "tool", t.Name, "err", err)
-			continue
-		}
-		s.AddTool(&st, b.callTool)
-	}
-	var prompts mcp.ListPromptsResult
-	b.list(mcp.MethodPromptsList, &prompts)
-	for _, p := range prompts.Prompts {
-		var sp sdk.Prompt
-		if err := remarshal(p, &sp); err != nil {
-			b.log.Error("legacy: prompt not served to 2025 clients", "prompt", p.Name, "err", err)
-			continue
-		}
-		s.AddPrompt(&sp, b.getPrompt)
-	}
-	var resources mcp.ListResourcesResult
-	b.list(mcp.MethodResourcesList, &resources)
-	for _, r := range resources.Resources {
-		var sr sdk.Resource
-		if err := remarshal(r, &sr); err != nil {
-			b.log.Error("legacy: resource not served to 2025 clients", "uri", r.URI, "err", err)
-			continue
-		}
-		s.AddResource(&sr, b.readResource)
-	}
-	var templates mcp.ListResourceTemplatesResult
-	b.list(mcp.MethodResourceTemplatesList, &templates)
-	for _, t := range templates.ResourceTemplates {
-		var st sdk.ResourceTemplate
-		if err := remarshal(t, &st); err != nil {
-			b.log.Error("legacy: resource template not served to 2025 clients", "uriTemplate", t.URITemplate, "err", err)
-			continue
-		}
-		s.AddResourceTemplate(&st, b.readResource)
-	}
+	mirror(b, mcp.MethodToolsList, "tools", func(t *sdk.Tool) { s.AddTool(t, b.callTool) })
+	mirror(b, mcp.MethodPromptsList, "prompts", func(p *sdk.Prompt) { s.AddPrompt(p, b.getPrompt) })
+	mirror(b, mcp.MethodResourcesList, "resources", func(r *sdk.Resource) { s.AddResource(r, b.readResource) })
+	mirror(b, mcp.MethodResourceTemplatesList, "resourceTemplates", func(t *sdk.ResourceTemplate) { s.AddResourceTemplate(t, b.readResource) })
 	return s
+}
+
+// mirror adds to the go-sdk server each item of the list result of method
+// (its member), decoded as the go-sdk type S; the JSON shapes of the two
+// revisions agree on these items.
+func mirror[S any](b *bridge, method, member string, add func(*S)) {
+	var res map[string]json.RawMessage
+	b.list(method, &res)
+	var items []json.RawMessage
+	if raw, ok := res[member]; ok {
+		if err := json.Unmarshal(raw, &items); err != nil {
+			b.log.Error("legacy: listing unreadable", "method", method, "err", err)
+			return
+		}
+	}
+	for _, raw := range items {
+		item := new(S)
+		if err := json.Unmarshal(raw, item); err != nil {
+			b.log.Error("legacy: not served to 2025 clients", "method", method, "item", string(raw), "err", err)
+			continue
+		}
+		add(item)
+	}
 }
 
 // list reads one of the server's list results into v (nothing when the
@@ -100,15 +87,7 @@ func (b *bridge) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	if a := req.Params.Arguments; len(a) > 0 {
 		c.arguments = a
 	}
-	raw, err := b.serve(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	var res sdk.CallToolResult
-	if err := unmarshalResult(raw, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return decode[sdk.CallToolResult](b.serve(ctx, c))
 }
 
 func (b *bridge) getPrompt(ctx context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
@@ -121,15 +100,7 @@ func (b *bridge) getPrompt(ctx context.Context, req *sdk.GetPromptRequest) (*sdk
 		}
 		c.arguments = a
 	}
-	raw, err := b.serve(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	var res sdk.GetPromptResult
-	if err := unmarshalResult(raw, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return decode[sdk.GetPromptResult](b.serve(ctx, c))
 }
 
 func (b *bridge) readResource(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
@@ -143,11 +114,7 @@ func (b *bridge) readResource(ctx context.Context, req *sdk.ReadResourceRequest)
 		}
 		return nil, err
 	}
-	var res sdk.ReadResourceResult
-	if err := unmarshalResult(raw, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return decode[sdk.ReadResourceResult](raw, nil)
 }
 
 func (b *bridge) complete(ctx context.Context, req *sdk.CompleteRequest) (*sdk.CompleteResult, error) {
@@ -158,14 +125,19 @@ func (b *bridge) complete(ctx context.Context, req *sdk.CompleteRequest) (*sdk.C
 		return nil, toSDKError(resp.Error)
 	}
 	raw, err := json.Marshal(resp.Result)
+	return decode[sdk.CompleteResult](raw, err)
+}
+
+// decode turns the bridge's answer into the go-sdk result R.
+func decode[R any](raw json.RawMessage, err error) (*R, error) {
 	if err != nil {
 		return nil, err
 	}
-	var res sdk.CompleteResult
-	if err := unmarshalResult(raw, &res); err != nil {
+	res := new(R)
+	if err := unmarshalResult(raw, res); err != nil {
 		return nil, err
 	}
-	return &res, nil
+	return res, nil
 }
 
 // capabilitiesOf returns the capabilities the client declared in

@@ -41,6 +41,17 @@ func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(req)
 }
 
+// gosdkTransport is go-sdk's Streamable HTTP client transport to /mcp as
+// user (through next), without the standalone GET stream and retries.
+func (e *env) gosdkTransport(user string, next http.RoundTripper) *mcp.StreamableClientTransport {
+	return &mcp.StreamableClientTransport{
+		Endpoint:             e.url + "/mcp",
+		HTTPClient:           &http.Client{Transport: bearer{user: user, next: next}},
+		DisableStandaloneSSE: true,
+		MaxRetries:           -1,
+	}
+}
+
 // gosdkConnect connects a go-sdk client as user, declaring form and URL
 // elicitation. handler may be nil only when mrtr is false.
 func (e *env) gosdkConnect(ctx context.Context, user string, mrtr bool,
@@ -55,13 +66,7 @@ func (e *env) gosdkConnect(ctx context.Context, user string, mrtr bool,
 		opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "gosdk-interop", Version: "v1.8.0"}, opts)
-	transport := &mcp.StreamableClientTransport{
-		Endpoint:             e.url + "/mcp",
-		HTTPClient:           &http.Client{Transport: bearer{user: user, next: e.rec}},
-		DisableStandaloneSSE: true,
-		MaxRetries:           -1,
-	}
-	cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	cs, err := client.Connect(ctx, e.gosdkTransport(user, e.rec), &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
 	if err != nil {
 		e.t.Fatalf("go-sdk Connect: %v\nlogs:\n%s", err, e.logs.String())
 	}

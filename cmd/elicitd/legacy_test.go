@@ -98,13 +98,7 @@ func (e *env) connect2025(ctx context.Context, user string, caps *mcp.ClientCapa
 		},
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "gosdk-2025", Version: "v1.8.0"}, opts)
-	transport := &mcp.StreamableClientTransport{
-		Endpoint:             e.url + "/mcp",
-		HTTPClient:           &http.Client{Transport: bearer{user: user, next: c.tap}},
-		DisableStandaloneSSE: true,
-		MaxRetries:           -1,
-	}
-	cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	cs, err := client.Connect(ctx, e.gosdkTransport(user, c.tap), &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		e.t.Fatalf("go-sdk Connect (2025-11-25): %v\nlogs:\n%s", err, e.logs.String())
 	}
