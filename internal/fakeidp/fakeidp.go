@@ -83,14 +83,13 @@ type Server struct {
 	ecKey            *ecdsa.PrivateKey
 	srv              *http.Server
 
-	mu            sync.Mutex
-	clients       map[string]Client
-	codes         map[string]*grant
-	tokenRequests int
-	jwksRequests  int
-	jwksDown      bool
-	rsaKid        string
-	idTokenHook   func(*Claims, *Alg)
+	mu           sync.Mutex
+	clients      map[string]Client
+	codes        map[string]*grant
+	jwksRequests int
+	jwksDown     bool
+	rsaKid       string
+	idTokenHook  func(*Claims, *Alg)
 }
 
 // JWKSRequests returns how many times the JWKS was fetched.
@@ -182,13 +181,6 @@ func (s *Server) AddClient(c Client) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.clients[c.ID] = c
-}
-
-// TokenRequests returns how many token requests were made.
-func (s *Server) TokenRequests() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.tokenRequests
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -387,9 +379,6 @@ func randomBytes(n int) []byte {
 // token redeems a code (once) for an ID token (aud = client id) and a JWT
 // access token (aud = the resource parameter, else the client id).
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	s.tokenRequests++
-	s.mu.Unlock()
 	if err := r.ParseForm(); err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_request"})
 		return
