@@ -341,6 +341,12 @@ const (
 )
 
 func (s *Service) getCallback(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		// A HEAD (a link checker, a prefetch) must not consume the state.
+		w.Header().Set("Allow", http.MethodGet)
+		s.message(w, http.StatusMethodNotAllowed, "Method not allowed", "This page does not accept that request method.", "error", true, nil)
+		return
+	}
 	ctx := r.Context()
 	q := r.URL.Query()
 	sess, err := s.session(r)

@@ -181,6 +181,9 @@ func TestOAuthAndKeyPagesKeepApart(t *testing.T) {
 	}
 	resp, _ = h.post(alice, "/connect/callback", url.Values{})
 	wantStatus(t, resp, http.StatusMethodNotAllowed)
+	req, _ := http.NewRequest(http.MethodHead, h.abs("/connect/callback?state="+strings.Repeat("A", 43)), nil)
+	resp, _ = h.do(alice, req)
+	wantStatus(t, resp, http.StatusMethodNotAllowed)
 	_ = body
 	if n := h.provider.AuthorizeRequests(); n != 0 {
 		t.Fatalf("provider saw %d authorize requests", n)

@@ -336,6 +336,15 @@ func TestCalendarHappyPathAndNoLeak(t *testing.T) {
 		}
 	}
 
+	t.Run("access revoked at the provider", func(t *testing.T) {
+		c.provider.Revoke("bob")
+		if r := c.call(35, "bob", calendar.EventsToolName, ""); !r.isError() || r.text() != calendar.TextRejected {
+			t.Fatalf("bob after revocation: %s", r.Raw)
+		}
+		if r := c.call(36, "alice", calendar.EventsToolName, ""); r.isError() {
+			t.Fatalf("alice after bob's revocation: %s", r.Raw)
+		}
+	})
 	t.Run("decline and cancel are distinct, on a fresh user", func(t *testing.T) {
 		st := c.call(40, "carol", calendar.ToolName, "").state()
 		d := c.call(41, "carol", calendar.ToolName, calAnswer("decline", st))

@@ -51,7 +51,7 @@ const (
 	TextDeclinedKept     = "You declined in your client, but you had already authorized the calendar provider on the server's page: the calendar is connected."
 	TextCancelledKept    = "The step was dismissed in your client, but you had already authorized the calendar provider on the server's page: the calendar is connected."
 	TextNotConnected     = "Your calendar is not connected. Run connect_calendar first, then list_events again."
-	TextRejected         = "The calendar provider no longer accepts the stored authorization. Nothing was read."
+	TextRejected         = "The calendar provider no longer accepts the stored authorization (it was revoked, or the demo provider restarted). Nothing was read."
 	TextNoEvents         = "Your calendar has no events."
 	textSignIn           = "Sign-in is required to connect a calendar."
 	messageAsk           = "Connect your calendar: open this page on the server, sign in as yourself, then approve access at the calendar provider. The provider's tokens never pass through this client."
@@ -143,7 +143,7 @@ func (a *App) listEvents(ctx context.Context, req *mcpserver.Request) (mcpserver
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) {
-			return mcpserver.ToolError(TextRejected + " Run connect_calendar again after it is reset."), nil
+			return mcpserver.ToolError(TextRejected), nil // the refresh was refused
 		}
 		// Network trouble with the provider; the error holds no token.
 		return nil, fmt.Errorf("calendar: provider: %w", err)

@@ -196,10 +196,13 @@ func Start(addr string, opts *Options) (*Server, error) {
 // URL is the base URL ("http://127.0.0.1:port") of a started Server.
 func (s *Server) URL() string { return s.url }
 
-// AuthURL and TokenURL are the endpoints an OAuth client is configured
-// with; EventsURL is the protected API.
-func (s *Server) AuthURL() string   { return s.url + AuthorizePath }
-func (s *Server) TokenURL() string  { return s.url + TokenPath }
+// AuthURL is the authorization endpoint an OAuth client is configured with.
+func (s *Server) AuthURL() string { return s.url + AuthorizePath }
+
+// TokenURL is the token endpoint an OAuth client is configured with.
+func (s *Server) TokenURL() string { return s.url + TokenPath }
+
+// EventsURL is the protected API: GET with a Bearer access token.
 func (s *Server) EventsURL() string { return s.url + EventsPath }
 
 // Close stops a started Server.
@@ -229,6 +232,18 @@ func (s *Server) SetEvents(user string, events []Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.events[user] = append([]Event(nil), events...)
+}
+
+// Revoke invalidates every access and refresh token of user, as a user
+// who withdraws the application's access at the provider would.
+func (s *Server) Revoke(user string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, t := range s.tokens {
+		if t.user == user {
+			delete(s.tokens, k)
+		}
+	}
 }
 
 // AuthorizeRequests counts the GET /authorize requests received, valid or

@@ -292,6 +292,13 @@ func TestRefreshAndAPI(t *testing.T) {
 	if again := postToken(t, s, rf, "app", "app-secret"); again.status != 400 || again.body["error"] != "invalid_grant" {
 		t.Fatalf("refresh token reused: %d %v", again.status, again.body)
 	}
+	s.Revoke("carol")
+	if status, _ := events(t, s, b.body["access_token"].(string)); status != 401 {
+		t.Fatalf("revoked token: %d", status)
+	}
+	if again := postToken(t, s, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {b.body["refresh_token"].(string)}}, "app", "app-secret"); again.status != 400 {
+		t.Fatalf("revoked refresh token: %d %v", again.status, again.body)
+	}
 	if hs := s.AuthorizationHeaders(); len(hs) == 0 {
 		t.Fatal("no Authorization header recorded")
 	}
