@@ -344,6 +344,12 @@ func TestCalendarHappyPathAndNoLeak(t *testing.T) {
 		if r := c.call(36, "alice", calendar.EventsToolName, ""); r.isError() {
 			t.Fatalf("alice after bob's revocation: %s", r.Raw)
 		}
+		// connect_calendar no longer says "already connected": bob
+		// connects again, and his events come back.
+		connect("bob", 60)
+		if r := c.call(37, "bob", calendar.EventsToolName, ""); r.isError() || !strings.Contains(r.text(), "Bob's job interview") {
+			t.Fatalf("bob after reconnecting: %s", r.Raw)
+		}
 	})
 	t.Run("decline and cancel are distinct, on a fresh user", func(t *testing.T) {
 		st := c.call(40, "carol", calendar.ToolName, "").state()
@@ -360,8 +366,8 @@ func TestCalendarHappyPathAndNoLeak(t *testing.T) {
 
 	// Acceptance 4: the leak check.
 	secrets := c.provider.Issued()
-	if len(secrets) != 6 { // two codes, two access and two refresh tokens
-		t.Fatalf("provider issued %d values, want 6", len(secrets))
+	if len(secrets) != 9 { // three codes (bob connected twice), three access and three refresh tokens
+		t.Fatalf("provider issued %d values, want 9", len(secrets))
 	}
 	mcpSeen := c.rec.seen // every MCP request URL, response body and Location
 	if len(mcpSeen) < 40 {

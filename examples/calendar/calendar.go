@@ -51,7 +51,7 @@ const (
 	TextDeclinedKept     = "You declined in your client, but you had already authorized the calendar provider on the server's page: the calendar is connected."
 	TextCancelledKept    = "The step was dismissed in your client, but you had already authorized the calendar provider on the server's page: the calendar is connected."
 	TextNotConnected     = "Your calendar is not connected. Run connect_calendar first, then list_events again."
-	TextRejected         = "The calendar provider no longer accepts the stored authorization (it was revoked, or the demo provider restarted). Nothing was read."
+	TextRejected         = "The calendar provider no longer accepts the stored authorization (it was revoked, or the demo provider restarted). Nothing was read. Run connect_calendar to connect it again."
 	TextNoEvents         = "Your calendar has no events."
 	textSignIn           = "Sign-in is required to connect a calendar."
 	messageAsk           = "Connect your calendar: open this page on the server, sign in as yourself, then approve access at the calendar provider. The provider's tokens never pass through this client."
@@ -88,11 +88,13 @@ type App struct {
 // (Provider); eventsURL is the provider's GET events endpoint, which
 // answers {"events":[{"id","title","start"}]} for the token's user.
 func New(flows *connect.Service, eventsURL string) *App {
-	return &App{flows: flows, eventsURL: eventsURL, step: &urlconnect.Step{Flows: flows, InputKey: InputKey, Purpose: Purpose, Texts: urlconnect.Texts{
+	a := &App{flows: flows, eventsURL: eventsURL}
+	a.step = &urlconnect.Step{Flows: flows, InputKey: InputKey, Purpose: Purpose, Connected: a.connected, Texts: urlconnect.Texts{
 		SignIn: textSignIn, Connected: TextConnected, AlreadyConnected: TextAlreadyConnected,
 		Declined: TextDeclined, Cancelled: TextCancelled, DeclinedKept: TextDeclinedKept, CancelledKept: TextCancelledKept,
 		Ask: messageAsk, Pending: messagePending,
-	}}}
+	}}
+	return a
 }
 
 // Register adds connect_calendar and list_events to s.
@@ -127,10 +129,41 @@ func (a *App) listEvents(ctx context.Context, req *mcpserver.Request) (mcpserver
 	if req.Principal == "" {
 		return mcpserver.ToolError("Sign-in is required."), nil
 	}
-	client, err := a.flows.OAuthClient(ctx, req.Principal, Purpose)
-	if errors.Is(err, store.ErrNotFound) {
+	events, err := a.fetch(ctx, req.Principal)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
 		return mcpserver.ToolError(TextNotConnected), nil
+	case errors.Is(err, errRejected):
+		return mcpserver.ToolError(TextRejected), nil
+	case err != nil:
+		return nil, err
 	}
+	return mcpserver.Text(formatEvents(events)), nil
+}
+
+// errRejected: the provider refused the stored authorization (revoked,
+// or the refresh token no longer works).
+var errRejected = errors.New("calendar: the provider rejected the stored authorization")
+
+// connected reports whether principal has an authorization the provider
+// still accepts, so connect_calendar offers to connect again after a
+// revocation instead of saying "already connected".
+func (a *App) connected(ctx context.Context, principal string) (bool, error) {
+	_, err := a.fetch(ctx, principal)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, errRejected):
+		return false, nil
+	}
+	return false, err
+}
+
+// fetch reads principal's events with the stored token: store.ErrNotFound
+// if not connected, errRejected if the provider refuses it. Errors never
+// hold the token.
+func (a *App) fetch(ctx context.Context, principal string) ([]event, error) {
+	client, err := a.flows.OAuthClient(ctx, principal, Purpose)
 	if err != nil {
 		return nil, err
 	}
@@ -143,14 +176,13 @@ func (a *App) listEvents(ctx context.Context, req *mcpserver.Request) (mcpserver
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) {
-			return mcpserver.ToolError(TextRejected), nil // the refresh was refused
+			return nil, errRejected // the refresh was refused
 		}
-		// Network trouble with the provider; the error holds no token.
-		return nil, fmt.Errorf("calendar: provider: %w", err)
+		return nil, fmt.Errorf("calendar: provider: %w", err) // network trouble
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusUnauthorized {
-		return mcpserver.ToolError(TextRejected), nil
+		return nil, errRejected
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("calendar: provider answered HTTP %d", resp.StatusCode)
@@ -161,7 +193,7 @@ func (a *App) listEvents(ctx context.Context, req *mcpserver.Request) (mcpserver
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxEventsBody)).Decode(&body); err != nil {
 		return nil, fmt.Errorf("calendar: provider answer: %w", err)
 	}
-	return mcpserver.Text(formatEvents(body.Events)), nil
+	return body.Events, nil
 }
 
 // formatEvents lists events one a line. Titles come from a third party:

@@ -56,6 +56,10 @@ type Step struct {
 	Purpose string
 	// Texts are what the user reads.
 	Texts Texts
+	// Connected, if set, tells whether principal is connected on a first
+	// call (e.g. the stored authorization still works); nil means a
+	// stored secret for Purpose exists.
+	Connected func(ctx context.Context, principal string) (bool, error)
 }
 
 // urlMode is the capability the tool needs (CAP-S-03).
@@ -71,7 +75,7 @@ func (s *Step) Handle(ctx context.Context, req *mcpserver.Request) (mcpserver.Re
 		return mcpserver.ToolError(s.Texts.SignIn), nil
 	}
 	if req.State == nil {
-		connected, err := s.Flows.HasSecret(ctx, req.Principal, s.Purpose)
+		connected, err := s.connected(ctx, req.Principal)
 		if err != nil {
 			return nil, err
 		}
@@ -110,6 +114,13 @@ func (s *Step) Handle(ctx context.Context, req *mcpserver.Request) (mcpserver.Re
 		return s.start(ctx, req)
 	}
 	return s.ask(flow, s.Texts.Pending), nil
+}
+
+func (s *Step) connected(ctx context.Context, principal string) (bool, error) {
+	if s.Connected != nil {
+		return s.Connected(ctx, principal)
+	}
+	return s.Flows.HasSecret(ctx, principal, s.Purpose)
 }
 
 // start refuses a client without URL mode before creating anything it
