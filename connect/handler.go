@@ -527,7 +527,16 @@ func (s *Service) postKey(w http.ResponseWriter, r *http.Request) {
 		s.keyForm(w, http.StatusBadRequest, f, sess, msg)
 		return
 	}
-	sealed, err := s.seal(f.Principal, f.Purpose, []byte(key))
+	s.complete(w, r, f, sess, []byte(key), "key")
+}
+
+// complete seals secret for the flow's user, stores it and completes the
+// flow in one transaction (store.CompleteFlow), then logs flow_completed
+// (kind says how the secret was obtained) and shows the done page. On
+// failure it answers with the reason; nothing is stored.
+func (s *Service) complete(w http.ResponseWriter, r *http.Request, f *store.Flow, sess *store.Session, secret []byte, kind string) {
+	ctx := r.Context()
+	sealed, err := s.seal(f.Principal, f.Purpose, secret)
 	if err != nil {
 		s.internalError(w, r, "seal", err)
 		return
@@ -546,7 +555,7 @@ func (s *Service) postKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.audit(ctx, slog.LevelInfo, "flow_completed",
-		slog.String("flow_id", f.ID), slog.String("principal", sess.Principal), slog.String("purpose", f.Purpose), remote(r))
+		slog.String("flow_id", f.ID), slog.String("principal", sess.Principal), slog.String("purpose", f.Purpose), slog.String("kind", kind), remote(r))
 	s.message(w, http.StatusOK, "Done", msgDone, "done", false, sess)
 }
 

@@ -457,27 +457,7 @@ func (s *Service) getCallback(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, "encode token", err)
 		return
 	}
-	sealed, err := s.seal(f.Principal, f.Purpose, blob)
-	if err != nil {
-		s.internalError(w, r, "seal", err)
-		return
-	}
-	err = s.store.CompleteFlow(ctx, f.ID, sess.Principal, sealed, s.now())
-	switch {
-	case err == nil:
-	case errors.Is(err, store.ErrNotFound):
-		s.message(w, http.StatusNotFound, "Link not valid", msgInvalidFlow, "invalid", true, sess)
-		return
-	case errors.Is(err, store.ErrConflict):
-		s.completeConflict(ctx, w, r, f.ID, sess)
-		return
-	default:
-		s.internalError(w, r, "complete flow", err)
-		return
-	}
-	s.audit(ctx, slog.LevelInfo, "flow_completed",
-		slog.String("flow_id", f.ID), slog.String("principal", sess.Principal), slog.String("purpose", f.Purpose), slog.String("kind", "oauth"), remote(r))
-	s.message(w, http.StatusOK, "Done", msgDone, "done", false, sess)
+	s.complete(w, r, f, sess, blob, "oauth")
 }
 
 // origin returns scheme://host of an absolute URL, for the CSP.

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -383,20 +382,8 @@ func FuzzCallback(f *testing.F) {
 }
 
 func ExampleService_AddOAuthProvider() {
-	dir, err := os.MkdirTemp("", "connect-example")
-	if err != nil {
-		panic(err)
-	}
-	defer os.RemoveAll(dir)
-	st, err := sqlite.Open(filepath.Join(dir, "elicit.db"))
-	if err != nil {
-		panic(err)
-	}
-	defer st.Close()
-	key, err := connect.LoadOrCreateMasterKey(dir)
-	if err != nil {
-		panic(err)
-	}
+	st, key, cleanup := exampleStore()
+	defer cleanup()
 	svc, err := connect.New(connect.Options{Store: st, MasterKey: key, BaseURL: "https://mcp.example.com", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		panic(err)
