@@ -267,6 +267,17 @@ func (h *harness) login(c *http.Client, user, next string) string {
 	return resp.Header.Get("Location")
 }
 
+// sessionID returns the session cookie c holds for /ui/ ("" if none).
+func (h *harness) sessionID(c *http.Client) string {
+	u, _ := url.Parse(h.srv.URL + "/ui/")
+	for _, ck := range c.Jar.Cookies(u) {
+		if ck.Name == connect.SessionCookie {
+			return ck.Value
+		}
+	}
+	return ""
+}
+
 // sessionCSRF returns the signed-in user's session CSRF token, read from
 // the home page's sign-out form.
 func (h *harness) sessionCSRF(c *http.Client) string {
@@ -844,16 +855,11 @@ func TestSessionCookieReplayAfterLogout(t *testing.T) {
 	h := newHarness(t)
 	c := h.client()
 	h.login(c, "alice", "/ui/")
-	u, _ := url.Parse(h.srv.URL + "/ui/")
-	var sid string
-	for _, ck := range c.Jar.Cookies(u) {
-		if ck.Name == connect.SessionCookie {
-			sid = ck.Value
-		}
-	}
+	sid := h.sessionID(c)
 	resp, _ := h.post(c, "/ui/logout", url.Values{"csrf": {h.sessionCSRF(c)}})
 	wantStatus(t, resp, http.StatusSeeOther)
 	thief := h.client()
+	u, _ := url.Parse(h.srv.URL + "/ui/")
 	thief.Jar.SetCookies(u, []*http.Cookie{{Name: connect.SessionCookie, Value: sid, Path: "/ui"}})
 	resp, _ = h.get(thief, "/ui/")
 	wantStatus(t, resp, http.StatusSeeOther)

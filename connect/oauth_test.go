@@ -301,13 +301,8 @@ func TestLegacyCookiePath(t *testing.T) {
 	h := newHarness(t)
 	alice := h.client()
 	h.login(alice, "alice", "/ui/")
+	sid := h.sessionID(alice)
 	u, _ := url.Parse(h.srv.URL + "/ui/")
-	var sid string
-	for _, c := range alice.Jar.Cookies(u) {
-		if c.Name == connect.SessionCookie {
-			sid = c.Value
-		}
-	}
 	// Move the session to the old path, with a stale cookie beside it.
 	old := h.client()
 	old.Jar.SetCookies(u, []*http.Cookie{{Name: connect.SessionCookie, Value: sid, Path: "/ui"}})
