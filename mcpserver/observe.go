@@ -20,11 +20,6 @@ type Outcome string
 
 // Outcomes, in the order Observe derives them (the first that applies):
 const (
-	// OutcomeFault: the round ended in a JSON-RPC error not listed below —
-	// a handler error or panic (-32603, retryable or not), an unknown
-	// tool, bad arguments, a malformed answer, too many rounds. Round.Code
-	// holds the error code.
-	OutcomeFault Outcome = "fault"
 	// OutcomeCapabilityMissing: -32021, the request lacked a client
 	// capability the reply needed (CAP-S-03).
 	OutcomeCapabilityMissing Outcome = "capability_missing"
@@ -35,6 +30,11 @@ const (
 	// OutcomeInvalidState: the requestState was refused for any other
 	// reason (tampered, another key, another user, tool or arguments).
 	OutcomeInvalidState Outcome = "invalid_state"
+	// OutcomeFault: the round ended in any other JSON-RPC error — a
+	// handler error or panic (-32603, retryable or not), an unknown tool,
+	// bad arguments, a malformed answer, too many rounds. Round.Code holds
+	// the error code.
+	OutcomeFault Outcome = "fault"
 	// OutcomeDeclined: an elicitation answered in this round was declined.
 	OutcomeDeclined Outcome = "declined"
 	// OutcomeCancelled: an elicitation answered in this round was
@@ -77,11 +77,12 @@ type Round struct {
 	Name string
 	// Principal is the authenticated user ("" without authentication).
 	Principal string
-	// OperationID is the operation's id (32 hex characters); "" when the
-	// requestState was refused, so no operation is known.
+	// OperationID is the operation's id (32 hex characters); "" when no
+	// operation is known: the requestState was refused, or the request
+	// failed before a handler was found (unknown tool, bad params).
 	OperationID string
 	// Round is 0 on a first call and n on the retry after the n-th interim
-	// result; -1 when the requestState was refused.
+	// result; -1 when no operation is known (see OperationID).
 	Round int
 	// Outcome is the round's category.
 	Outcome Outcome
@@ -112,13 +113,15 @@ func isRoundMethod(m string) bool {
 	return m == mcp.MethodToolsCall || m == mcp.MethodPromptsGet || m == mcp.MethodResourcesRead
 }
 
+// answerRank orders the decisions an answer can carry, strongest last.
+var answerRank = map[Outcome]int{OutcomeAccepted: 1, OutcomePending: 2, OutcomeCancelled: 3, OutcomeDeclined: 4}
+
 // summarize records the strongest decision among the answers this round
 // carried: declined > cancelled > pending > accepted. Only elicitations
 // the previous round issued count (MRTR-S-13), and invalid answers count
 // as undecided.
 func (ri *roundInfo) summarize(req *Request, reply Reply) {
 	reasked, _ := reply.(*InputRequired)
-	rank := map[Outcome]int{OutcomeAccepted: 1, OutcomePending: 2, OutcomeCancelled: 3, OutcomeDeclined: 4}
 	for k, is := range req.issued {
 		if is.kind != kindForm && is.kind != kindURL {
 			continue
@@ -137,7 +140,7 @@ func (ri *roundInfo) summarize(req *Request, reply Reply) {
 		default:
 			continue
 		}
-		if rank[o] > rank[ri.answered] {
+		if answerRank[o] > answerRank[ri.answered] {
 			ri.answered = o
 		}
 	}
