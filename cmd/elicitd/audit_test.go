@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -258,5 +261,43 @@ func TestMetricsAddrMovesMetrics(t *testing.T) {
 		if resp.StatusCode != 200 || !strings.Contains(string(b), want) {
 			t.Errorf("%s on the metrics listener: %d %.80q", path, resp.StatusCode, b)
 		}
+	}
+}
+
+// --audit-log: a file is created 0600 and appended to; off writes nothing.
+func TestAuditLogDestinations(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	rec := &auditRecord{event: "mcp_round", outcome: "declined", principal: "alice", round: 1}
+	for i := 0; i < 2; i++ { // two runs append to one file
+		a, closer, err := newAuditor(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.write(t.Context(), rec)
+		if err := closer(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, _ := os.ReadFile(path)
+	if n := strings.Count(string(b), `"outcome":"declined"`); n != 2 {
+		t.Fatalf("audit file holds %d records:\n%s", n, b)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("audit file mode %v", fi.Mode().Perm())
+	}
+	var out bytes.Buffer
+	for dest, want := range map[string]int{"-": 1, "off": 0} {
+		out.Reset()
+		a, _, err := newAuditor(dest, &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.write(t.Context(), rec)
+		if n := strings.Count(out.String(), "mcp_round"); n != want {
+			t.Errorf("--audit-log %s wrote %d records", dest, n)
+		}
+	}
+	if _, _, err := newAuditor(filepath.Join(t.TempDir(), "no", "such", "dir", "a"), nil); err == nil {
+		t.Fatal("an unwritable audit file was accepted")
 	}
 }
