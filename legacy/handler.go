@@ -101,7 +101,6 @@ type Handler struct {
 	modern  *streamhttp.Handler
 	sdk     http.Handler // go-sdk stateful handler, no user
 	withSub http.Handler // the same behind the bearer middleware (TokenInfo.UserID = subject)
-	log     *slog.Logger
 }
 
 // NewHandler returns a Handler that sends 2026-07-28 requests to modern
@@ -153,7 +152,7 @@ func NewHandler(srv *mcpserver.Server, modern *streamhttp.Handler, opts *Options
 		}
 		return &sdkauth.TokenInfo{UserID: sub, Expiration: time.Now().Add(time.Hour)}, nil
 	}
-	return &Handler{modern: modern, sdk: sh, withSub: sdkauth.RequireBearerToken(verify, nil)(sh), log: o.Logger}
+	return &Handler{modern: modern, sdk: sh, withSub: sdkauth.RequireBearerToken(verify, nil)(sh)}
 }
 
 // ServeHTTP routes one request to the era it belongs to.

@@ -317,3 +317,21 @@ func FuzzSniff(f *testing.F) {
 		}
 	})
 }
+
+// TestBridgeClientError: a client that answers elicitation/create with an
+// error gets -32603 with a fixed message; the cause stays in the log.
+func TestBridgeClientError(t *testing.T) {
+	ts := start(t, nil, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs := connect(t, ctx, ts.url, &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{}}, &sdk.ClientOptions{
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return nil, errors.New("secret-ish client detail")
+		},
+	})
+	_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "ask_name", Arguments: map[string]any{}})
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) || we.Code != -32603 || we.Message != "The client did not answer elicitation/create" {
+		t.Fatalf("want -32603 from the bridge, got %v", err)
+	}
+}

@@ -87,7 +87,8 @@ func (b *bridge) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	if a := req.Params.Arguments; len(a) > 0 {
 		c.arguments = a
 	}
-	return decode[sdk.CallToolResult](b.serve(ctx, c))
+	raw, err := b.serve(ctx, c)
+	return decode[sdk.CallToolResult](b, c.method, raw, err)
 }
 
 func (b *bridge) getPrompt(ctx context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
@@ -96,25 +97,23 @@ func (b *bridge) getPrompt(ctx context.Context, req *sdk.GetPromptRequest) (*sdk
 	if req.Params.Arguments != nil {
 		a, err := json.Marshal(req.Params.Arguments)
 		if err != nil {
-			return nil, err
+			return nil, b.wireError(c.method, err)
 		}
 		c.arguments = a
 	}
-	return decode[sdk.GetPromptResult](b.serve(ctx, c))
+	raw, err := b.serve(ctx, c)
+	return decode[sdk.GetPromptResult](b, c.method, raw, err)
 }
 
 func (b *bridge) readResource(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
 	c := &call{ss: req.Session, principal: principalOf(req.Extra), method: mcp.MethodResourcesRead,
 		target: map[string]any{"uri": req.Params.URI}, progress: req.Params.GetProgressToken()}
 	raw, err := b.serve(ctx, c)
-	if err != nil {
-		var we *sdkjsonrpc.Error
-		if errors.As(err, &we) && we.Code == jsonrpc.CodeInvalidParams && we.Message == "Resource not found" {
-			return nil, sdk.ResourceNotFoundError(req.Params.URI) // -32002 in 2025-11-25
-		}
-		return nil, err
+	var we *sdkjsonrpc.Error
+	if errors.As(err, &we) && we.Code == jsonrpc.CodeInvalidParams && we.Message == "Resource not found" {
+		return nil, sdk.ResourceNotFoundError(req.Params.URI) // -32002 in 2025-11-25
 	}
-	return decode[sdk.ReadResourceResult](raw, nil)
+	return decode[sdk.ReadResourceResult](b, c.method, raw, err)
 }
 
 func (b *bridge) complete(ctx context.Context, req *sdk.CompleteRequest) (*sdk.CompleteResult, error) {
@@ -125,19 +124,36 @@ func (b *bridge) complete(ctx context.Context, req *sdk.CompleteRequest) (*sdk.C
 		return nil, toSDKError(resp.Error)
 	}
 	raw, err := json.Marshal(resp.Result)
-	return decode[sdk.CompleteResult](raw, err)
+	return decode[sdk.CompleteResult](b, c.method, raw, err)
 }
 
-// decode turns the bridge's answer into the go-sdk result R.
-func decode[R any](raw json.RawMessage, err error) (*R, error) {
+// decode turns the bridge's answer into the go-sdk result R, or err into
+// the JSON-RPC error the client gets.
+func decode[R any](b *bridge, method string, raw json.RawMessage, err error) (*R, error) {
 	if err != nil {
-		return nil, err
+		return nil, b.wireError(method, err)
 	}
 	res := new(R)
 	if err := unmarshalResult(raw, res); err != nil {
-		return nil, err
+		return nil, b.wireError(method, err)
 	}
 	return res, nil
+}
+
+// wireError makes err the JSON-RPC error a 2025 client gets: a handler's
+// own JSON-RPC error as it is; anything else (a bridge failure, a
+// cancelled request) as -32603 with the cause logged, never sent, as on
+// the 2026 path. (go-sdk would send a plain error's text with code 0.)
+func (b *bridge) wireError(method string, err error) error {
+	var we *sdkjsonrpc.Error
+	if errors.As(err, &we) {
+		return we
+	}
+	if errors.Is(err, context.Canceled) {
+		return &sdkjsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Request cancelled"}
+	}
+	b.log.Error("legacy: request failed", "method", method, "err", err)
+	return &sdkjsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error"}
 }
 
 // capabilitiesOf returns the capabilities the client declared in
