@@ -11,18 +11,25 @@ import (
 	"github.com/mcp-elicit/elicit/internal/fakeidp"
 )
 
-// TestKeySetRefresh: the JWKS is fetched on first use and again for an
-// unknown key id (a rotation), but forged tokens, whether with a known or
-// a made-up key id, cause at most one fetch a minute.
-func TestKeySetRefresh(t *testing.T) {
-	idp := fakeidp.Start(t)
-	var clock atomic.Int64
+// clockedJWT returns a JWT for idp whose clock the test moves.
+func clockedJWT(t *testing.T, idp *fakeidp.Server) (*auth.JWT, *atomic.Int64) {
+	t.Helper()
+	clock := new(atomic.Int64)
 	clock.Store(time.Now().UnixNano())
 	j, err := auth.NewJWT(context.Background(), auth.JWTOptions{Issuer: idp.URL, Resource: resource,
 		Now: func() time.Time { return time.Unix(0, clock.Load()) }})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return j, clock
+}
+
+// TestKeySetRefresh: the JWKS is fetched on first use and again for an
+// unknown key id (a rotation), but forged tokens, whether with a known or
+// a made-up key id, cause at most one fetch a minute.
+func TestKeySetRefresh(t *testing.T) {
+	idp := fakeidp.Start(t)
+	j, clock := clockedJWT(t, idp)
 	claims := fakeidp.Claims{Subject: "alice", Audience: []string{resource}, Expiry: time.Now().Add(24 * time.Hour)}
 	check := func(step string, alg fakeidp.Alg, accept bool, fetches int) {
 		t.Helper()
@@ -62,13 +69,7 @@ func TestKeySetRefresh(t *testing.T) {
 // once the issuer is back.
 func TestKeySetOutage(t *testing.T) {
 	idp := fakeidp.Start(t)
-	var clock atomic.Int64
-	clock.Store(time.Now().UnixNano())
-	j, err := auth.NewJWT(context.Background(), auth.JWTOptions{Issuer: idp.URL, Resource: resource,
-		Now: func() time.Time { return time.Unix(0, clock.Load()) }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	j, clock := clockedJWT(t, idp)
 	tok := "Bearer " + idp.Sign(fakeidp.RS256, fakeidp.Claims{Subject: "alice", Audience: []string{resource}, Expiry: time.Now().Add(time.Hour)})
 	idp.SetJWKSDown(true)
 	for i, fetches := range []int{1, 1} {
