@@ -413,8 +413,9 @@ func (r *Request) BindArguments(v any) error {
 }
 
 func (s *Server) serveMRTR(ctx context.Context, in *Incoming, principal string, notify Notifier, h Handler, o HandlerOptions, vars map[string]string, ri *roundInfo) (any, error) {
+	var scratch roundInfo
 	if ri == nil {
-		ri = &roundInfo{} // not observed: record into a throwaway
+		ri = &scratch // not observed: record into a throwaway on the stack
 	}
 	// The binding (with its argument digest) is only needed to open or
 	// seal a state, so a plain call does not pay for it.
