@@ -178,11 +178,10 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*c
 		return nil, fmt.Errorf("unexpected arguments: %s (see elicitd --help)", strings.Join(fs.Args(), " "))
 	}
 	// --config first: the file is the lowest layer but names itself.
-	configFile := ""
-	if values[0].set {
-		configFile = values[0].value
-	} else {
-		configFile = getenv(settings[0].envName())
+	ci := slices.IndexFunc(settings, func(s setting) bool { return s.name == "config" })
+	configFile := getenv(settings[ci].envName())
+	if values[ci].set {
+		configFile = values[ci].value
 	}
 	var file map[string]string
 	if configFile != "" {
