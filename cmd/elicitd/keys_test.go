@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/base64"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -144,5 +145,40 @@ func TestKeysCommandUsage(t *testing.T) {
 		if err := runKeys(args, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
 			t.Errorf("keys %v accepted", args)
 		}
+	}
+}
+
+// The keys command end to end on a SQLite data directory: list, rotate,
+// retire refused for the sealing key, allowed once the new key seals.
+func TestKeysCommand(t *testing.T) {
+	data := t.TempDir()
+	run := func(args ...string) (string, error) {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		err := runKeys(append(args, "--data", data, "--state-keys-refresh", "1ns"), &out, &errOut)
+		return out.String() + errOut.String(), err
+	}
+	if out, err := run("list"); err != nil || !strings.Contains(out, "k1") || !strings.Contains(out, "derived from the master key") {
+		t.Fatalf("list on a fresh store: %v\n%s", err, out)
+	}
+	out, err := run("rotate")
+	if err != nil || !strings.HasPrefix(out, "added k") {
+		t.Fatalf("rotate: %v\n%s", err, out)
+	}
+	newID := strings.Fields(strings.TrimPrefix(out, "added "))[0]
+	newID = strings.TrimSuffix(newID, ";")
+	if out, err := run("retire", newID); err == nil {
+		t.Fatalf("retired the sealing key %s:\n%s", newID, out)
+	}
+	if out, err := run("retire", "k1"); err != nil || !strings.Contains(out, "retired k1") {
+		t.Fatalf("retire k1: %v\n%s", err, out)
+	}
+	out, err = run("list")
+	if err != nil || !strings.Contains(out, newID+"  ") || strings.Contains(out, "k1 ") {
+		t.Fatalf("list after retiring k1: %v\n%s", err, out)
+	}
+	master, _ := os.ReadFile(filepath.Join(data, "master.key"))
+	if len(master) == 0 || strings.Contains(out, base64.StdEncoding.EncodeToString(master)) {
+		t.Fatal("no master key, or the list shows it")
 	}
 }
