@@ -9,6 +9,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -75,7 +76,8 @@ func (c *client2025) elicitations() []*mcp.ElicitParams {
 }
 
 // connect2025 connects as user declaring caps (nil: form and URL); answer
-// answers the n-th elicitation request (0-based).
+// answers the n-th elicitation request (0-based). A nil answer sets no
+// handler, so that go-sdk declares no elicitation.
 func (e *env) connect2025(ctx context.Context, user string, caps *mcp.ClientCapabilities,
 	answer func(n int, p *mcp.ElicitParams) *mcp.ElicitResult) *client2025 {
 	e.t.Helper()
@@ -86,16 +88,18 @@ func (e *env) connect2025(ctx context.Context, user string, caps *mcp.ClientCapa
 	}
 	opts := &mcp.ClientOptions{
 		Capabilities: caps,
-		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		ElicitationCompleteHandler: func(_ context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
+			c.completed <- req.Params.ElicitationID
+		},
+	}
+	if answer != nil { // go-sdk declares elicitation whenever a handler is set
+		opts.ElicitationHandler = func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			c.mu.Lock()
 			n := len(c.asked)
 			c.asked = append(c.asked, req.Params)
 			c.mu.Unlock()
 			return answer(n, req.Params), nil
-		},
-		ElicitationCompleteHandler: func(_ context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
-			c.completed <- req.Params.ElicitationID
-		},
+		}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "gosdk-2025", Version: "v1.8.0"}, opts)
 	cs, err := client.Connect(ctx, e.gosdkTransport(user, c.tap), &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
@@ -288,34 +292,44 @@ func TestLegacyReportFlow(t *testing.T) {
 // code, message and data, in its session's response.
 func TestLegacyMissingCapability(t *testing.T) {
 	metaNone := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	formOnly := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}}
+	reportArgs := `{"period":"2026-Q2","dataset":"sales"}`
 	for _, tc := range []struct {
-		name string
-		caps *mcp.ClientCapabilities
-		meta string
+		name, tool, args string
+		caps             *mcp.ClientCapabilities
+		meta, data       string
 	}{
-		{"no elicitation", &mcp.ClientCapabilities{}, metaNone},
-		{"form only", &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}}, metaForm},
+		{"URL mode, no elicitation", billing.ToolName, `{}`, &mcp.ClientCapabilities{}, metaNone, `{"requiredCapabilities":{"elicitation":{"url":{}}}}`},
+		{"URL mode, form only", billing.ToolName, `{}`, formOnly, metaForm, `{"requiredCapabilities":{"elicitation":{"url":{}}}}`},
+		{"form mode, no elicitation", "export_report", reportArgs, &mcp.ClientCapabilities{}, metaNone, `{"requiredCapabilities":{"elicitation":{"form":{}}}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			c := e.connect2025(ctx, "alice", tc.caps, func(int, *mcp.ElicitParams) *mcp.ElicitResult {
-				t.Error("a client without URL mode was asked")
-				return &mcp.ElicitResult{Action: "cancel"}
-			})
-			_, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: billing.ToolName, Arguments: map[string]any{}})
+			var answer func(int, *mcp.ElicitParams) *mcp.ElicitResult
+			if tc.caps.Elicitation != nil {
+				answer = func(int, *mcp.ElicitParams) *mcp.ElicitResult {
+					t.Error("a client without the mode was asked")
+					return &mcp.ElicitResult{Action: "cancel"}
+				}
+			}
+			c := e.connect2025(ctx, "alice", tc.caps, answer)
+			var args map[string]any
+			_ = json.Unmarshal([]byte(tc.args), &args)
+			_, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: tc.tool, Arguments: args})
 			var we *jsonrpc.Error
 			if !errors.As(err, &we) {
 				t.Fatalf("want a JSON-RPC error, got %v", err)
 			}
-			r := e.mcp("alice", "tools/call", billing.ToolName, callBody(1, billing.ToolName, "", tc.meta))
+			body := strings.Replace(callBody(1, tc.tool, "", tc.meta), `"arguments":{}`, `"arguments":`+tc.args, 1)
+			r := e.mcp("alice", "tools/call", tc.tool, body)
 			r.wantError(t, 400, -32021)
 			if int(we.Code) != r.Error.Code || we.Message != r.Error.Message || string(we.Data) != string(r.Error.Data) {
 				t.Fatalf("2025: %d %q %s\n2026: %d %q %s", we.Code, we.Message, we.Data, r.Error.Code, r.Error.Message, r.Error.Data)
 			}
-			if string(we.Data) != `{"requiredCapabilities":{"elicitation":{"url":{}}}}` {
-				t.Fatalf("data %s", we.Data)
+			if string(we.Data) != tc.data {
+				t.Fatalf("data %s, want %s", we.Data, tc.data)
 			}
 		})
 	}
