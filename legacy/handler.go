@@ -242,16 +242,19 @@ func (h *Handler) serveLegacy(w http.ResponseWriter, r *http.Request) {
 type subjectKey struct{}
 
 // toSDK hands an admitted request to go-sdk within the body limit, with
-// the caller's subject as TokenInfo.UserID.
+// the caller's principal id (auth.Principal.ID) as TokenInfo.UserID.
 func (h *Handler) toSDK(w http.ResponseWriter, r *http.Request, p auth.Principal) {
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(w, r.Body, h.modern.MaxBodyBytes())
 	}
-	if p.Subject == "" {
+	// The principal id (issuer#subject for a token), not the bare subject:
+	// state, flows and the vault are bound to it on both eras.
+	id := p.ID()
+	if id == "" {
 		h.sdk.ServeHTTP(w, r)
 		return
 	}
-	h.withSub.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), subjectKey{}, p.Subject)))
+	h.withSub.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), subjectKey{}, id)))
 }
 
 // principalOf returns the subject that serveLegacy handed to go-sdk.

@@ -191,26 +191,44 @@ func TestBridgeRoundCap(t *testing.T) {
 }
 
 // TestBridgePrincipalAndInstructions: the streamhttp authenticator's
-// subject reaches the handler; instructions come from server/discover.
+// principal id reaches the handler (issuer#subject for a token, as on the
+// 2026 path); instructions come from server/discover.
 func TestBridgePrincipalAndInstructions(t *testing.T) {
-	ts := start(t, auth.DemoBearer{Realm: "t"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: ts.url, DisableStandaloneSSE: true, MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: bearer("carol")}}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	if got := cs.InitializeResult().Instructions; got != "test instructions" {
-		t.Fatalf("instructions %q", got)
-	}
-	r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{}})
-	if err != nil || text(r) != "principal=carol" {
-		t.Fatalf("echo: %v %q", err, text(r))
+	for _, tt := range []struct {
+		authn auth.Authenticator
+		want  string
+	}{
+		{auth.DemoBearer{Realm: "t"}, "principal=carol"},
+		{issuerAuth{}, "principal=https://idp.example#carol"},
+	} {
+		ts := start(t, tt.authn, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		c := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil)
+		cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: ts.url, DisableStandaloneSSE: true, MaxRetries: -1,
+			HTTPClient: &http.Client{Transport: bearer("carol")}}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		if got := cs.InitializeResult().Instructions; got != "test instructions" {
+			t.Fatalf("instructions %q", got)
+		}
+		r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{}})
+		if err != nil || text(r) != tt.want {
+			t.Fatalf("echo: %v %q, want %q", err, text(r), tt.want)
+		}
 	}
 }
+
+// issuerAuth authenticates every request as carol at an issuer, as
+// auth.JWT does for a token.
+type issuerAuth struct{}
+
+func (issuerAuth) Authenticate(*http.Request) (auth.Principal, error) {
+	return auth.Principal{Issuer: "https://idp.example", Subject: "carol"}, nil
+}
+func (issuerAuth) Challenge() string { return "" }
 
 type bearer string
 
