@@ -13,11 +13,14 @@
 // ELICIT_MASTER_KEY (32 bytes, standard base64) when that is set, else the
 // file master.key in --data (created on first use). Instances behind one
 // load balancer must share the key, so give them all the same
-// ELICIT_MASTER_KEY. ELICIT_STATE_KEYS (id:base64,... — the first seals)
-// replaces the derived requestState key with a ring that can be rotated.
+// ELICIT_MASTER_KEY. "elicitd keys rotate|list|retire" keeps a rotatable
+// requestState key ring in the store instead (keys.go); ELICIT_STATE_KEYS
+// (id:base64,... — the first seals) overrides both.
 //
 // Settings come from flags, ELICIT_* environment variables and an optional
-// --config JSON file (config.go; elicitd --help lists them all).
+// --config JSON file (config.go; elicitd --help lists them all). Each MCP
+// round writes an audit record (--audit-log); /metrics, /healthz and
+// /readyz serve operations (ops.go). SIGTERM drains in-flight requests.
 //
 // Authentication is the demo bearer scheme (the token is the user name) by
 // default, which is only safe on loopback: a non-loopback --addr needs
