@@ -1,6 +1,7 @@
 // Command elicitd is the elicit reference server: an MCP 2026-07-28
-// server over stateless Streamable HTTP that serves the billing flow
-// (connect_billing, URL-mode elicitation) with its web pages.
+// server over stateless Streamable HTTP (and, on the same /mcp, 2025-11-25
+// clients through package legacy) that serves the billing, reports and
+// calendar flows with their web pages.
 //
 //	go run ./cmd/elicitd                      # http://127.0.0.1:3000/mcp, data in ./elicitd-data
 //	go run ./cmd/elicitd --addr 127.0.0.1:8080 --data /var/lib/elicitd
@@ -355,7 +356,7 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 	}
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintf(w, "elicitd %s\nMCP endpoint: %s/mcp (POST, MCP 2026-07-28)\nPages: %s/ui/\n", version, cfg.publicURL, cfg.publicURL)
+		fmt.Fprintf(w, "elicitd %s\nMCP endpoint: %s/mcp (MCP 2026-07-28, stateless; 2025-11-25 clients with initialize and a session)\nPages: %s/ui/\n", version, cfg.publicURL, cfg.publicURL)
 	})
 	a.Handler = obs.metrics.instrument(mux)
 	return a, nil
