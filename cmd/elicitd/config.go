@@ -90,7 +90,7 @@ var settings = []setting{
 		apply: func(c *config, v string) error { c.storeURL = v; return nil }},
 	{name: "public-url", def: "", defDoc: "http://<addr>", usage: "origin users' browsers reach this server at",
 		apply: func(c *config, v string) error { c.publicURL = v; return nil }},
-	{name: "insecure-demo-auth", def: "false", isBool: true, usage: "allow demo bearer auth (token = user name) on a non-loopback address",
+	{name: "insecure-demo-auth", def: "false", isBool: true, usage: "allow demo bearer auth (token = user name) on a non-loopback --addr or --public-url",
 		apply: func(c *config, v string) (err error) { c.insecureDemoAuth, err = strconv.ParseBool(v); return err }},
 	{name: "log-level", def: "info", usage: "operational log level: debug, info, warn, error",
 		apply: func(c *config, v string) error { return c.logLevel.UnmarshalText([]byte(v)) }},
@@ -246,11 +246,34 @@ func (cfg *config) check() error {
 		cfg.publicURL = "http://" + cfg.addr
 	}
 	u, err := url.Parse(cfg.publicURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
-		return fmt.Errorf("--public-url must be an http(s) origin such as https://mcp.example.com")
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") ||
+		u.User != nil || u.RawQuery != "" || u.Fragment != "" || !validOriginHost(u) {
+		return fmt.Errorf("--public-url must be an http(s) origin with an ASCII host (punycode for IDNs) and a valid port, such as https://mcp.example.com")
 	}
-	cfg.publicURL = strings.TrimSuffix(cfg.publicURL, "/")
+	// Browsers reach the pages at this origin, and demo sign-in takes any
+	// user name: behind a public origin anyone could be anyone.
+	if cfg.auth.mode != "jwt" && !isLoopback(u.Hostname()) && !cfg.insecureDemoAuth {
+		return fmt.Errorf("--public-url %s is not a loopback origin: demo auth lets anyone claim any user; use --auth jwt, or pass --insecure-demo-auth to accept that", cfg.publicURL)
+	}
+	// The canonical spelling (lower-case scheme and host), without a trailing slash.
+	cfg.publicURL = u.Scheme + "://" + strings.ToLower(u.Host)
 	return cfg.auth.check(cfg.publicURL)
+}
+
+// validOriginHost reports whether u's host is plain ASCII (an IDN must be
+// given in punycode, so the origin compares the way browsers send it) and
+// its port, if any, is 1-65535.
+func validOriginHost(u *url.URL) bool {
+	for _, r := range u.Host {
+		if r > 0x7e || r <= 0x20 {
+			return false
+		}
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		return err == nil && n >= 1 && n <= 65535
+	}
+	return !strings.HasSuffix(u.Host, ":")
 }
 
 // parseConfigFile decodes a --config file: one JSON object whose keys are

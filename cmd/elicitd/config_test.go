@@ -42,6 +42,10 @@ func TestConfigPrecedence(t *testing.T) {
 		{"flag over env", []string{"--config", file, "--addr", "127.0.0.1:4003", "--insecure-demo-auth=false"}, map[string]string{"ELICIT_ADDR": "127.0.0.1:4002"}, func(c *config) bool {
 			return c.addr == "127.0.0.1:4003" && !c.insecureDemoAuth
 		}},
+		{"canonical public origin", []string{"--public-url", "HTTP://LocalHost:3000/"}, nil, func(c *config) bool { return c.publicURL == "http://localhost:3000" }},
+		{"public origin with demo auth accepted", []string{"--public-url", "https://mcp.example.com", "--insecure-demo-auth"}, nil, func(c *config) bool {
+			return c.publicURL == "https://mcp.example.com" && c.insecureDemoAuth
+		}},
 		{"empty env is unset", nil, map[string]string{"ELICIT_ADDR": ""}, func(c *config) bool { return c.addr == "127.0.0.1:3000" }},
 		{"env-only secrets", nil, map[string]string{"ELICIT_MASTER_KEY": "abc", "ELICIT_STATE_KEYS": "k9:" + stateKeyB64()}, func(c *config) bool {
 			return c.masterKeyB64 == "abc" && strings.HasPrefix(c.stateKeys, "k9:")
@@ -86,6 +90,12 @@ func TestConfigErrors(t *testing.T) {
 		{"bad bool env", nil, map[string]string{"ELICIT_INSECURE_DEMO_AUTH": "maybe"}, "", "ELICIT_INSECURE_DEMO_AUTH"},
 		{"missing file", []string{"--config", "/nonexistent/elicitd.json"}, nil, "", "--config"},
 		{"non-loopback from env", nil, map[string]string{"ELICIT_ADDR": "0.0.0.0:3000"}, "", "--insecure-demo-auth"},
+		{"demo auth behind a public origin", []string{"--public-url", "https://mcp.example.com"}, nil, "", "--insecure-demo-auth"},
+		{"public origin from env", nil, map[string]string{"ELICIT_PUBLIC_URL": "http://192.0.2.7:3000"}, "", "--insecure-demo-auth"},
+		{"IDN public origin", []string{"--public-url", "http://bücher.example", "--insecure-demo-auth"}, nil, "", "punycode"},
+		{"public origin port out of range", []string{"--public-url", "http://127.0.0.1:99999"}, nil, "", "valid port"},
+		{"public origin with userinfo", []string{"--public-url", "http://a@127.0.0.1:3000"}, nil, "", "--public-url"},
+		{"public origin with query", []string{"--public-url", "http://127.0.0.1:3000/?x=1"}, nil, "", "--public-url"},
 		{"bad log level", []string{"--log-level", "loud"}, nil, "", "--log-level"},
 		{"bad metrics addr", []string{"--metrics-addr", "nope"}, nil, "", "--metrics-addr"},
 		{"empty audit log", []string{"--audit-log", ""}, nil, "", "--audit-log"},

@@ -146,7 +146,7 @@ func openStore(cfg *config) (store.Store, error) {
 }
 
 func isLoopback(host string) bool {
-	if host == "localhost" {
+	if strings.EqualFold(host, "localhost") {
 		return true
 	}
 	ip := net.ParseIP(host)
