@@ -116,6 +116,12 @@ type Report struct {
 // Failed reports whether any case failed.
 func (r *Report) Failed() bool { return r.Summary.Fail > 0 }
 
+// Tested reports whether any case reached a verdict on evidence (pass or
+// fail). A report with none — every case not applicable or could not test,
+// as with a rejected token or a tool that asked for nothing — proves
+// nothing about the server.
+func (r *Report) Tested() bool { return r.Summary.Pass+r.Summary.Fail > 0 }
+
 // Result returns the result of the case id, or nil.
 func (r *Report) Result(id string) *Result {
 	for i := range r.Results {

@@ -38,8 +38,9 @@ could not test (with the reason).
   --json              print the report as JSON
   --timeout D         give up after D (default 5m)
 
-Exit status: 0 no case failed; 1 a case failed; 2 usage error; 3 the
-check could not run (server unreachable, tool not listed).
+Exit status: 0 no case failed and at least one passed; 1 a case failed;
+2 usage error; 3 the check could not run (server unreachable, tool not
+listed) or tested nothing (every case not applicable or could not test).
 `
 
 // runCheck is "elicit check"; it returns the exit status.
@@ -107,6 +108,12 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if rep.Failed() {
 		return exitToolError
+	}
+	if !rep.Tested() {
+		// A gate must not go green on a run that proved nothing (a bad
+		// token, a tool that asked for no input).
+		fmt.Fprintln(stderr, "elicit check: nothing was tested: no case passed or failed (the reasons are in the report; a user already connected, or a rejected token?)")
+		return exitFailed
 	}
 	return exitOK
 }

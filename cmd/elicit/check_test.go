@@ -117,6 +117,8 @@ func TestCheckCommand(t *testing.T) {
 		{[]string{"check", "--url", base + "/mcp", "--tool", "x", "--token", "a", "--other-token", "a"}, exitUsage, "must differ"},
 		{[]string{"check", "--url", base + "/mcp", "--tool", "no_such_tool", "--token", "alice"}, exitFailed, "no tool"},
 		{[]string{"check", "--url", closed, "--tool", "x"}, exitFailed, ""},
+		// A tool that asks for nothing proves nothing: exit 3, not 0.
+		{[]string{"check", "--url", base + "/mcp", "--tool", "billing_status", "--token", "alice"}, exitFailed, "nothing was tested"},
 	} {
 		code, _, errOut := elicit(t, "", tc.args...)
 		if code != tc.code || !strings.Contains(errOut, tc.msg) {
