@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcp-elicit/elicit/elicit"
 	"github.com/mcp-elicit/elicit/jsonrpc"
@@ -73,7 +74,8 @@ type Round struct {
 	// Method is tools/call, prompts/get or resources/read.
 	Method string
 	// Name is the tool or prompt name, or the resource URI without its
-	// query and fragment.
+	// query and fragment; a name longer than 128 bytes (an unknown tool's,
+	// say) is cut there at a rune boundary and marked "…(N bytes)".
 	Name string
 	// Principal is the authenticated user ("" without authentication).
 	Principal string
@@ -180,7 +182,7 @@ func (s *Server) observe(ctx context.Context, in *Incoming, principal string, ri
 		name, _, _ = strings.Cut(name, "?")
 		name, _, _ = strings.Cut(name, "#")
 	}
-	r := &Round{Method: in.Method, Name: name, Principal: principal, OperationID: ri.opID, Round: ri.round,
+	r := &Round{Method: in.Method, Name: clipName(name), Principal: principal, OperationID: ri.opID, Round: ri.round,
 		Restart: ri.restart, Latency: time.Since(ri.start)}
 	r.Outcome, r.Code = ri.outcome(resp)
 	defer func() {
@@ -189,4 +191,24 @@ func (s *Server) observe(ctx context.Context, in *Incoming, principal string, ri
 		}
 	}()
 	s.opts.Observer(ctx, r)
+}
+
+// maxEchoedName bounds, in bytes, a caller-supplied name (tool, prompt,
+// resource URI) that the server repeats in an error message or a Round: a
+// name is not checked against any length limit before lookup, so an
+// unknown one could otherwise be as long as the request body.
+const maxEchoedName = 128
+
+// clipName returns name unchanged when it fits maxEchoedName bytes; else
+// its first bytes cut at a rune boundary, followed by a marker with the
+// whole name's length ("…(5000 bytes)").
+func clipName(name string) string {
+	if len(name) <= maxEchoedName {
+		return name
+	}
+	cut := maxEchoedName
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s…(%d bytes)", name[:cut], len(name))
 }

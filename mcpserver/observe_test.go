@@ -181,3 +181,32 @@ func TestObserverPanicIsContained(t *testing.T) {
 		t.Fatalf("%v %v", r, err)
 	}
 }
+
+// An unknown name is echoed in the error and the Round at most 128 bytes
+// long, cut at a rune boundary and marked with its length.
+func TestUnknownNamesAreClipped(t *testing.T) {
+	o := newObserved(t)
+	tests := []struct {
+		name, tool, want string
+	}{
+		{"short", "nope", "nope"},
+		{"exactly 128", strings.Repeat("a", 128), strings.Repeat("a", 128)},
+		{"long ascii", strings.Repeat("a", 5000), strings.Repeat("a", 128) + "…(5000 bytes)"},
+		// 'é' is 2 bytes: byte 128 starts a rune, byte 127 does not.
+		{"long multibyte", "x" + strings.Repeat("é", 3000), "x" + strings.Repeat("é", 63) + "…(6001 bytes)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := o.call(t, toolCall(tt.tool, capsAll, ""))
+			if err == nil {
+				t.Fatal("unknown tool accepted")
+			}
+			if err.Message != "Unknown tool: "+tt.want {
+				t.Fatalf("error message = %.60q (%d bytes); want Unknown tool: %.40q", err.Message, len(err.Message), tt.want)
+			}
+			if got := o.last(t).Name; got != tt.want {
+				t.Fatalf("Round.Name = %.60q (%d bytes); want %.60q", got, len(got), tt.want)
+			}
+		})
+	}
+}

@@ -573,7 +573,7 @@ func (s *Server) dispatch(ctx context.Context, in *Incoming, principal string, n
 		e := s.toolIndex[in.Name]
 		s.mu.RUnlock()
 		if e == nil {
-			return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Unknown tool: %s", in.Name)
+			return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Unknown tool: %s", clipName(in.Name))
 		}
 		return s.serveMRTR(ctx, in, principal, notify, e.handler, e.opts, nil, ri)
 	case mcp.MethodPromptsGet:
@@ -581,7 +581,7 @@ func (s *Server) dispatch(ctx context.Context, in *Incoming, principal string, n
 		e := s.promptIdx[in.Name]
 		s.mu.RUnlock()
 		if e == nil {
-			return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Unknown prompt: %s", in.Name)
+			return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Unknown prompt: %s", clipName(in.Name))
 		}
 		if err := checkPromptArgs(e.prompt, in.Arguments); err != nil {
 			return nil, err
@@ -590,7 +590,7 @@ func (s *Server) dispatch(ctx context.Context, in *Incoming, principal string, n
 	case mcp.MethodResourcesRead:
 		h, o, vars := s.findResource(in.Name)
 		if h == nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Resource not found", Data: map[string]string{"uri": in.Name}}
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Resource not found", Data: map[string]string{"uri": clipName(in.Name)}}
 		}
 		return s.serveMRTR(ctx, in, principal, notify, h, o, vars, ri)
 	}
