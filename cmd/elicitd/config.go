@@ -80,7 +80,7 @@ func (s *setting) defaultText() string {
 // adds its own with addSettings in an init func, so a new feature's
 // settings live next to its code.
 var settings = []setting{
-	{name: "config", def: "", usage: "JSON file of settings (keys are flag names; unknown keys are refused)", noFile: true,
+	{name: "config", def: "", usage: "JSON file of settings (keys are flag names; unknown keys are refused; a regular file of at most 1 MiB)", noFile: true,
 		apply: func(c *config, v string) error { c.configFile = v; return nil }},
 	{name: "addr", def: "127.0.0.1:3000", usage: "listen address host:port",
 		apply: func(c *config, v string) error { c.addr = v; return nil }},
@@ -185,7 +185,7 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*c
 	}
 	var file map[string]string
 	if configFile != "" {
-		data, err := os.ReadFile(configFile)
+		data, err := readConfigFile(configFile)
 		if err != nil {
 			return nil, fmt.Errorf("--config: %w", err)
 		}
@@ -274,6 +274,36 @@ func validOriginHost(u *url.URL) bool {
 		return err == nil && n >= 1 && n <= 65535
 	}
 	return !strings.HasSuffix(u.Host, ":")
+}
+
+// maxConfigFile bounds the --config file, in bytes: settings take a few
+// KiB, and a device or a runaway file must not exhaust memory.
+const maxConfigFile = 1 << 20
+
+// readConfigFile reads the --config file, refusing anything but a regular
+// file (a device such as /dev/zero, a FIFO, a directory) and a file over
+// maxConfigFile bytes.
+func readConfigFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxConfigFile {
+		return nil, fmt.Errorf("%s is larger than %d KiB", path, maxConfigFile>>10)
+	}
+	return data, nil
 }
 
 // parseConfigFile decodes a --config file: one JSON object whose keys are

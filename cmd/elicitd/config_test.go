@@ -101,6 +101,10 @@ func TestConfigErrors(t *testing.T) {
 		{"empty audit log", []string{"--audit-log", ""}, nil, "", "--audit-log"},
 		{"zero refresh", []string{"--state-keys-refresh", "0s"}, nil, "", "--state-keys-refresh"},
 		{"extra argument", []string{"serve"}, nil, "", "unexpected arguments"},
+		{"device as config", []string{"--config", "/dev/zero"}, nil, "", "/dev/zero is not a regular file"},
+		{"directory as config", []string{"--config", "/"}, nil, "", "/ is not a regular file"},
+		{"oversized config", nil, nil, "{}" + strings.Repeat(" ", 1<<20), "larger than 1024 KiB"},
+		{"config at the limit is read", nil, nil, "{" + strings.Repeat(" ", 1<<20-3) + "}x", "json"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -161,4 +165,33 @@ func FuzzParseConfigFile(f *testing.F) {
 			}
 		}
 	})
+}
+
+// --demo-oauth-addr off leaves the calendar out from every source; an
+// empty environment variable is unset, so it cannot.
+func TestDemoOAuthAddrOff(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"default", nil, nil, "127.0.0.1:0"},
+		{"flag", []string{"--demo-oauth-addr", "off"}, nil, ""},
+		{"env", nil, map[string]string{"ELICIT_DEMO_OAUTH_ADDR": "off"}, ""},
+		{"empty env is unset", nil, map[string]string{"ELICIT_DEMO_OAUTH_ADDR": ""}, "127.0.0.1:0"},
+		{"file", []string{"--config", writeConfig(t, `{"demo-oauth-addr": "off"}`)}, nil, ""},
+		{"address", []string{"--demo-oauth-addr", "127.0.0.1:4010"}, nil, "127.0.0.1:4010"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := loadConfig(tt.args, func(k string) string { return tt.env[k] }, &bytes.Buffer{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.demoOAuthAddr != tt.want {
+				t.Fatalf("demoOAuthAddr = %q, want %q", cfg.demoOAuthAddr, tt.want)
+			}
+		})
+	}
 }
