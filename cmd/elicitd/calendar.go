@@ -15,15 +15,22 @@ import (
 const demoOAuthClientID = "elicitd"
 
 func init() {
-	addSettings(setting{name: "demo-oauth-addr", def: "127.0.0.1:0", usage: "loopback address of the demo calendar provider (a fake OAuth server); empty leaves the calendar out",
-		apply: func(c *config, v string) error { c.demoOAuthAddr = v; return nil }})
+	addSettings(setting{name: "demo-oauth-addr", def: "127.0.0.1:0", usage: "loopback address of the demo calendar provider (a fake OAuth server), or off (no calendar)",
+		apply: func(c *config, v string) error {
+			// "off", not "": an empty environment variable counts as unset.
+			if v == "off" {
+				v = ""
+			}
+			c.demoOAuthAddr = v
+			return nil
+		}})
 }
 
 // startCalendar starts the demo calendar provider (internal/fakeoauth) on
 // its own loopback listener at cfg.demoOAuthAddr, registers elicitd as its
 // client (a fresh random secret each start, redirect URI
 // <public-url>/connect/callback), and mounts the calendar example on srv.
-// An empty demoOAuthAddr leaves the calendar out. The provider keeps its
+// An empty demoOAuthAddr (--demo-oauth-addr off) leaves the calendar out. The provider keeps its
 // users and tokens in memory: a restart forgets them, so a stored
 // connection then gets "no longer accepts" from list_events.
 func startCalendar(cfg *config, srv *mcpserver.Server, flows *connect.Service, logger *slog.Logger) (*fakeoauth.Server, error) {
