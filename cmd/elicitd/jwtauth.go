@@ -39,7 +39,7 @@ func init() {
 			apply: func(c *config, v string) error { c.auth.issuer = v; return nil }},
 		setting{name: "jwt-resource", def: "", defDoc: "<public-url>/mcp", usage: "--auth jwt: this server's resource identifier (RFC 8707); tokens' aud must contain it",
 			apply: func(c *config, v string) error { c.auth.resource = v; return nil }},
-		setting{name: "jwt-algs", def: "RS256,ES256", usage: "--auth jwt: accepted JWS algorithms, comma-separated (asymmetric only: RSnnn, PSnnn, ESnnn, EdDSA; never none or HMAC)",
+		setting{name: "jwt-algs", def: "", defDoc: strings.Join(defaultJWTAlgs, ","), usage: "--auth jwt: accepted JWS algorithms, comma-separated (asymmetric only: RSnnn, PSnnn, ESnnn, EdDSA; never none or HMAC)",
 			apply: func(c *config, v string) error { c.auth.algs = splitList(v); return nil }},
 		setting{name: "jwt-scopes", def: "", usage: "--auth jwt: scopes every token must grant, comma-separated (403 insufficient_scope otherwise)",
 			apply: func(c *config, v string) error { c.auth.scopes = splitList(v); return nil }},
@@ -50,6 +50,10 @@ func init() {
 	)
 }
 
+// defaultJWTAlgs are the JWS algorithms --auth jwt accepts unless
+// --jwt-algs says otherwise.
+var defaultJWTAlgs = []string{"RS256", "ES256"}
+
 // splitList splits a list setting at commas and white space.
 func splitList(v string) []string {
 	return strings.FieldsFunc(v, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
@@ -58,10 +62,27 @@ func splitList(v string) []string {
 // check validates the jwt settings once publicURL is known.
 func (a *authConfig) check(publicURL string) error {
 	if a.mode != "jwt" {
-		if a.issuer != "" || a.clientID != "" {
-			return errors.New("--jwt-issuer and --oidc-client-id need --auth jwt")
+		// Refused rather than ignored: an operator who set one expects
+		// tokens to be checked.
+		var set []string
+		for _, s := range []struct {
+			name string
+			set  bool
+		}{
+			{"--jwt-issuer", a.issuer != ""}, {"--jwt-resource", a.resource != ""}, {"--jwt-algs", len(a.algs) > 0},
+			{"--jwt-scopes", len(a.scopes) > 0}, {"--oidc-client-id", a.clientID != ""}, {"ELICIT_OIDC_CLIENT_SECRET", a.clientSecret != ""},
+		} {
+			if s.set {
+				set = append(set, s.name)
+			}
+		}
+		if len(set) > 0 {
+			return fmt.Errorf("%s only apply with --auth jwt (this is --auth %s); remove them or pass --auth jwt", strings.Join(set, ", "), a.mode)
 		}
 		return nil
+	}
+	if len(a.algs) == 0 {
+		a.algs = defaultJWTAlgs
 	}
 	if a.resource == "" {
 		a.resource = publicURL + "/mcp"

@@ -257,14 +257,26 @@ func TestAuthSettings(t *testing.T) {
 		{"jwt without issuer", []string{"--auth", "jwt", "--oidc-client-id", "p"}, "needs --jwt-issuer"},
 		{"jwt without client id", []string{"--auth", "jwt", "--jwt-issuer", "https://idp.example.com"}, "needs --oidc-client-id"},
 		{"http issuer", []string{"--auth", "jwt", "--jwt-issuer", "http://idp.example.com", "--oidc-client-id", "p"}, "--jwt-issuer"},
-		{"issuer without jwt", []string{"--jwt-issuer", "https://idp.example.com"}, "need --auth jwt"},
+		{"issuer without jwt", []string{"--jwt-issuer", "https://idp.example.com"}, "--jwt-issuer only apply with --auth jwt"},
+		{"scopes under demo", []string{"--auth", "demo", "--jwt-scopes", "a"}, "--jwt-scopes only apply with --auth jwt (this is --auth demo)"},
+		{"algs under demo", []string{"--jwt-algs", "ES256"}, "--jwt-algs only apply"},
+		{"resource under demo", []string{"--jwt-resource", "https://mcp.example.com/mcp"}, "--jwt-resource only apply"},
+		{"client id under demo", []string{"--oidc-client-id", "p"}, "--oidc-client-id only apply"},
+		{"client secret under demo", []string{"--auth=demo"}, "ELICIT_OIDC_CLIENT_SECRET only apply"},
+		{"jwt settings in a file under demo", []string{"--config", writeConfig(t, `{"jwt-scopes": "a", "jwt-algs": "RS256"}`)}, "--jwt-algs, --jwt-scopes only apply"},
 		{"demo off loopback", []string{"--addr", "0.0.0.0:3000"}, "insecure-demo-auth"},
 		{"client secret in a file", []string{"--config", writeConfig(t, `{"oidc-client-secret": "x"}`)}, "ELICIT_OIDC_CLIENT_SECRET"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := loadConfig(tt.args, func(string) string { return "" }, &bytes.Buffer{})
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
+			env := func(k string) string {
+				if k == "ELICIT_OIDC_CLIENT_SECRET" && strings.Contains(tt.name, "secret under demo") {
+					return "s3cret"
+				}
+				return ""
+			}
+			_, err := loadConfig(tt.args, env, &bytes.Buffer{})
+			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "s3cret") {
 				t.Fatalf("got %v, want an error with %q", err, tt.want)
 			}
 		})
