@@ -280,7 +280,7 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 		a.Close()
 		return nil, err
 	}
-	obs, closeAudit, err := newObserver(cfg)
+	obs, closeAudit, err := newObserver(cfg, logger)
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -348,7 +348,7 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 	for pattern, h := range authn.routes {
 		mux.Handle(pattern, h)
 	}
-	a.readyz = readiness(keys, 2*time.Second, logger)
+	a.readyz = readiness(keys, obs.audit, 2*time.Second, logger)
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.Handle("GET /readyz", a.readyz)
 	if cfg.metricsAddr == "" {

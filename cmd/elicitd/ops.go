@@ -11,12 +11,15 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/mcp-elicit/elicit/connect"
+	"github.com/mcp-elicit/elicit/jsonrpc"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
 	"github.com/mcp-elicit/elicit/streamhttp"
@@ -42,8 +45,27 @@ type auditRecord struct {
 }
 
 // auditor writes audit records to their own JSON sink, apart from the
-// operational log.
-type auditor struct{ log *slog.Logger }
+// operational log. A record that cannot be written (disk full, closed
+// pipe) is counted in elicitd_audit_write_errors_total, makes /readyz
+// fail until a write works again, and is reported on the operational log
+// at most once per auditErrorLogEvery, with the number of records lost
+// since the last report.
+type auditor struct {
+	h slog.Handler // nil = off
+
+	// Set by newObserver; all optional.
+	errs   prometheus.Counter
+	logger *slog.Logger
+	now    func() time.Time
+
+	failing atomic.Bool // the last write failed
+	mu      sync.Mutex
+	lastLog time.Time // when a failure was last logged
+	lost    int       // failed records not yet reported
+}
+
+// auditErrorLogEvery bounds how often audit write failures are logged.
+const auditErrorLogEvery = time.Minute
 
 // newAuditor returns the sink for dest: "-" = stdout, "off" or "" =
 // nothing, else a file opened for appending (mode 0600). The returned
@@ -63,11 +85,49 @@ func newAuditor(dest string, stdout io.Writer) (*auditor, func() error, error) {
 		}
 		w, closer = f, f.Close
 	}
-	return &auditor{log: slog.New(slog.NewJSONHandler(w, nil))}, closer, nil
+	return &auditor{h: slog.NewJSONHandler(w, nil)}, closer, nil
+}
+
+// failed accounts for one record that could not be written.
+func (a *auditor) failed(err error) {
+	a.failing.Store(true)
+	if a.errs != nil {
+		a.errs.Inc()
+	}
+	if a.logger == nil {
+		return
+	}
+	now := time.Now
+	if a.now != nil {
+		now = a.now
+	}
+	a.mu.Lock()
+	a.lost++
+	t := now()
+	if !a.lastLog.IsZero() && t.Sub(a.lastLog) < auditErrorLogEvery {
+		a.mu.Unlock()
+		return
+	}
+	lost := a.lost
+	a.lost, a.lastLog = 0, t
+	a.mu.Unlock()
+	a.logger.Error("audit log write failed; records are being lost", "err", err, "lost_records", lost)
+}
+
+// succeeded clears the failing state after a write that worked.
+func (a *auditor) succeeded() {
+	if !a.failing.Swap(false) || a.logger == nil {
+		return
+	}
+	a.mu.Lock()
+	lost := a.lost
+	a.lost, a.lastLog = 0, time.Time{}
+	a.mu.Unlock()
+	a.logger.Warn("audit log writable again", "lost_records_not_yet_reported", lost)
 }
 
 func (a *auditor) write(ctx context.Context, r *auditRecord) {
-	if a.log == nil {
+	if a.h == nil {
 		return
 	}
 	attrs := []slog.Attr{slog.String("outcome", string(r.outcome))}
@@ -92,16 +152,24 @@ func (a *auditor) write(ctx context.Context, r *auditRecord) {
 	add("restart", string(r.restart))
 	add("flow_id", r.flowID)
 	add("flow_principal", r.flowOwner)
-	a.log.LogAttrs(ctx, slog.LevelInfo, r.event, attrs...)
+	// The handler, not a slog.Logger, which would drop the write error.
+	rec := slog.NewRecord(time.Now(), slog.LevelInfo, r.event, 0)
+	rec.AddAttrs(attrs...)
+	if err := a.h.Handle(ctx, rec); err != nil {
+		a.failed(err)
+	} else {
+		a.succeeded()
+	}
 }
 
 // metrics is elicitd's Prometheus registry (its own, not the global one,
 // so nothing else in the process adds to it).
 type metrics struct {
-	reg      *prometheus.Registry
-	outcomes *prometheus.CounterVec
-	faults   *prometheus.CounterVec
-	latency  *prometheus.HistogramVec
+	reg         *prometheus.Registry
+	auditErrors prometheus.Counter
+	outcomes    *prometheus.CounterVec
+	faults      *prometheus.CounterVec
+	latency     *prometheus.HistogramVec
 }
 
 func newMetrics() *metrics {
@@ -119,10 +187,14 @@ func newMetrics() *metrics {
 		Help:    "HTTP request latency by MCP method (Mcp-Method header; other without a known one; ui for the pages).",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10), // 0.5 ms .. 131 s
 	}, []string{"method"})
+	m.auditErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "elicitd_audit_write_errors_total",
+		Help: "Audit records that could not be written to --audit-log (each one is lost).",
+	})
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "elicitd_build_info", Help: "Always 1; labels say which build runs."},
 		[]string{"version", "goversion", "revision"})
 	build.WithLabelValues(version, runtime.Version(), vcsRevision()).Set(1)
-	m.reg.MustRegister(m.outcomes, m.faults, m.latency, build,
+	m.reg.MustRegister(m.auditErrors, m.outcomes, m.faults, m.latency, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every (method, outcome) pair is shown from the start, at 0.
 	for _, method := range []string{mcp.MethodToolsCall, mcp.MethodPromptsGet, mcp.MethodResourcesRead} {
@@ -133,6 +205,14 @@ func newMetrics() *metrics {
 		}
 	}
 	m.outcomes.WithLabelValues("ui", string(mcpserver.OutcomeIdentityMismatch))
+	// The fault family is shown from the start too (a family without a
+	// series has no HELP/TYPE lines): 0 per method for the two codes
+	// every server can send, invalid params and internal error.
+	for _, method := range []string{mcp.MethodToolsCall, mcp.MethodPromptsGet, mcp.MethodResourcesRead} {
+		for _, code := range []int{jsonrpc.CodeInvalidParams, jsonrpc.CodeInternalError} {
+			m.faults.WithLabelValues(method, strconv.Itoa(code))
+		}
+	}
 	return m
 }
 
@@ -194,19 +274,22 @@ type observer struct {
 }
 
 // newObserver builds the audit sink (cfg.auditOut if set, else
-// --audit-log) and the metrics; the closer closes an audit file.
-func newObserver(cfg *config) (*observer, func() error, error) {
+// --audit-log) and the metrics; the closer closes an audit file. Audit
+// write failures go to logger.
+func newObserver(cfg *config, logger *slog.Logger) (*observer, func() error, error) {
 	var (
 		sink   = &auditor{}
 		closer = func() error { return nil }
 		err    error
 	)
 	if cfg.auditOut != nil {
-		sink.log = slog.New(slog.NewJSONHandler(cfg.auditOut, nil))
+		sink.h = slog.NewJSONHandler(cfg.auditOut, nil)
 	} else if sink, closer, err = newAuditor(cfg.auditLog, os.Stdout); err != nil {
 		return nil, nil, fmt.Errorf("--audit-log: %w", err)
 	}
-	return &observer{audit: sink, metrics: newMetrics()}, closer, nil
+	m := newMetrics()
+	sink.errs, sink.logger, sink.now = m.auditErrors, logger, cfg.now
+	return &observer{audit: sink, metrics: m}, closer, nil
 }
 
 func (o *observer) round(ctx context.Context, r *mcpserver.Round) {
@@ -224,10 +307,11 @@ func (o *observer) record(ctx context.Context, r *auditRecord) {
 	o.metrics.count(r)
 }
 
-// readiness answers /readyz: 200 when the store answers within timeout
-// and the requestState key ring loaded; else 503 with the failing check
-// (details go to the log, not the response).
-func readiness(keys *stateKeys, timeout time.Duration, logger *slog.Logger) http.HandlerFunc {
+// readiness answers /readyz: 200 when the store answers within timeout,
+// the requestState key ring loaded and the last audit record was written;
+// else 503 with the failing check (details go to the log, not the
+// response).
+func readiness(keys *stateKeys, audit *auditor, timeout time.Duration, logger *slog.Logger) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
@@ -242,6 +326,11 @@ func readiness(keys *stateKeys, timeout time.Duration, logger *slog.Logger) http
 		if msg := *keys.lastErr.Load(); msg != "" {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = io.WriteString(w, "not ready: requestState keys did not load\n")
+			return
+		}
+		if audit.failing.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, "not ready: the last audit record could not be written\n")
 			return
 		}
 		_, _ = io.WriteString(w, "ready\n")
