@@ -228,6 +228,33 @@ type StateKey struct {
 	Sealed []byte
 	// CreatedAt is when the key was added (second precision at least).
 	CreatedAt time.Time
+	// ActivatesAt is when the key starts to seal (it opens from the
+	// start); zero means CreatedAt. Every instance reads it from the
+	// store, so all agree on which key seals at a given time (SealingKey)
+	// whatever their refresh intervals.
+	ActivatesAt time.Time
+}
+
+// Activation returns when k starts to seal: ActivatesAt, or CreatedAt
+// when that is zero.
+func (k *StateKey) Activation() time.Time {
+	if k.ActivatesAt.IsZero() {
+		return k.CreatedAt
+	}
+	return k.ActivatesAt
+}
+
+// SealingKey returns the index in keys (newest first, as StateKeys returns
+// them) of the key that seals at now: the newest whose Activation is not
+// after now; when every key is still to activate, the oldest. -1 for no
+// keys.
+func SealingKey(keys []*StateKey, now time.Time) int {
+	for i, k := range keys {
+		if !k.Activation().After(now) {
+			return i
+		}
+	}
+	return len(keys) - 1
 }
 
 // MaxStateKeyIDLen bounds StateKey.ID, in bytes.
@@ -247,19 +274,21 @@ func (k *StateKey) Check() error {
 	return nil
 }
 
-// KeyRing is the shared requestState key ring: the newest key (the one
-// added last) seals, every key opens. Implementations are safe for
+// KeyRing is the shared requestState key ring: every key opens; the key
+// that seals at a time t is the newest (the one added last) whose
+// Activation is not after t (SealingKey). Implementations are safe for
 // concurrent use.
 type KeyRing interface {
-	// AddStateKey adds k as the newest key, which seals from then on.
-	// ErrConflict if k.ID exists; an empty or over-long ID or an empty
-	// Sealed is an error.
+	// AddStateKey adds k as the newest key; it seals from k.Activation()
+	// on. ErrConflict if k.ID exists; an empty or over-long ID or an
+	// empty Sealed is an error.
 	AddStateKey(ctx context.Context, k *StateKey) error
-	// StateKeys returns every key, the newest (sealing) one first; an
-	// empty slice when there is none.
+	// StateKeys returns every key, the newest first; an empty slice when
+	// there is none. ActivatesAt is always set.
 	StateKeys(ctx context.Context) ([]*StateKey, error)
 	// RetireStateKey removes the key id, in one step with the check that
-	// it is not the newest: ErrConflict if it is (rotate first), and
-	// ErrNotFound if there is no such key.
-	RetireStateKey(ctx context.Context, id string) error
+	// at now it neither seals nor is still to activate (so the ring keeps
+	// its sealing key and every pending one): ErrConflict if it does or
+	// is, and ErrNotFound if there is no such key.
+	RetireStateKey(ctx context.Context, id string, now time.Time) error
 }

@@ -2,7 +2,11 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/mcp-elicit/elicit/store"
 )
@@ -12,7 +16,8 @@ func (s *Store) AddStateKey(ctx context.Context, k *store.StateKey) error {
 	if err := k.Check(); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO state_keys (id, sealed, created_at) VALUES ($1, $2, $3)`, k.ID, k.Sealed, toNanos(k.CreatedAt))
+	_, err := s.pool.Exec(ctx, `INSERT INTO state_keys (id, sealed, created_at, activates_at) VALUES ($1, $2, $3, $4)`,
+		k.ID, k.Sealed, toNanos(k.CreatedAt), toNanos(k.Activation()))
 	if isUniqueViolation(err) {
 		return pgErrorf("postgres: state key id exists: %w", store.ErrConflict)
 	}
@@ -24,7 +29,7 @@ func (s *Store) AddStateKey(ctx context.Context, k *store.StateKey) error {
 
 // StateKeys implements store.KeyRing.
 func (s *Store) StateKeys(ctx context.Context) ([]*store.StateKey, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, sealed, created_at FROM state_keys ORDER BY seq DESC`)
+	rows, err := s.pool.Query(ctx, `SELECT id, sealed, created_at, activates_at FROM state_keys ORDER BY seq DESC`)
 	if err != nil {
 		return nil, pgErrorf("postgres: state keys: %w", err)
 	}
@@ -32,11 +37,11 @@ func (s *Store) StateKeys(ctx context.Context) ([]*store.StateKey, error) {
 	keys := []*store.StateKey{}
 	for rows.Next() {
 		var k store.StateKey
-		var created int64
-		if err := rows.Scan(&k.ID, &k.Sealed, &created); err != nil {
+		var created, activates int64
+		if err := rows.Scan(&k.ID, &k.Sealed, &created, &activates); err != nil {
 			return nil, pgErrorf("postgres: state keys: %w", err)
 		}
-		k.CreatedAt = fromNanos(created)
+		k.CreatedAt, k.ActivatesAt = fromNanos(created), fromNanos(activates)
 		keys = append(keys, &k)
 	}
 	if err := rows.Err(); err != nil {
@@ -46,22 +51,27 @@ func (s *Store) StateKeys(ctx context.Context) ([]*store.StateKey, error) {
 }
 
 // RetireStateKey implements store.KeyRing. One DELETE both checks and
-// removes, so a concurrent rotation cannot leave the ring without its
-// sealing key.
-func (s *Store) RetireStateKey(ctx context.Context, id string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM state_keys WHERE id = $1 AND seq <> (SELECT MAX(seq) FROM state_keys)`, id)
+// removes: the key must have activated and must not be the newest
+// activated one (the sealing key), so a concurrent rotation or
+// retirement cannot leave the ring without its sealing key.
+func (s *Store) RetireStateKey(ctx context.Context, id string, now time.Time) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM state_keys WHERE id = $1 AND activates_at <= $2
+		AND seq <> (SELECT MAX(seq) FROM state_keys WHERE activates_at <= $2)`, id, toNanos(now))
 	if err != nil {
 		return pgErrorf("postgres: retire state key: %w", err)
 	}
 	if tag.RowsAffected() == 1 {
 		return nil
 	}
-	var exists bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM state_keys WHERE id = $1)`, id).Scan(&exists); err != nil {
+	var activates int64
+	err = s.pool.QueryRow(ctx, `SELECT activates_at FROM state_keys WHERE id = $1`, id).Scan(&activates)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return store.ErrNotFound
+	case err != nil:
 		return pgErrorf("postgres: retire state key: %w", err)
+	case activates > toNanos(now):
+		return fmt.Errorf("postgres: state key %q seals from %s: %w", id, fromNanos(activates).Format(time.RFC3339), store.ErrConflict)
 	}
-	if exists {
-		return fmt.Errorf("postgres: state key %q seals; rotate first: %w", id, store.ErrConflict)
-	}
-	return store.ErrNotFound
+	return fmt.Errorf("postgres: state key %q seals now: %w", id, store.ErrConflict)
 }

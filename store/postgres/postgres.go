@@ -99,6 +99,22 @@ const defaultConnectTimeout = 5 * time.Second
 // schema up to date. Connection attempts time out after 5 seconds unless
 // the DSN's connect_timeout says otherwise.
 func Open(ctx context.Context, dsn string) (*Store, error) {
+	return open(ctx, dsn, true)
+}
+
+// ErrNoSchema is OpenExisting's error for a database (search_path) that
+// has no elicit schema yet.
+var ErrNoSchema = errors.New("postgres: no elicit schema in this database (start elicitd against it once to create it)")
+
+// OpenExisting is Open for tools that act on an existing deployment (the
+// elicitd keys command): it returns ErrNoSchema, creating nothing, when
+// no migration was ever applied in the connection's schema, and
+// otherwise brings the schema up to date as Open does.
+func OpenExisting(ctx context.Context, dsn string) (*Store, error) {
+	return open(ctx, dsn, false)
+}
+
+func open(ctx context.Context, dsn string, create bool) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, pgErrorf("postgres: %w", err)
@@ -113,6 +129,17 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, pgErrorf("postgres: %w", err)
 	}
 	s := &Store{pool: pool}
+	if !create {
+		var exists bool
+		if err := pool.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
+			pool.Close()
+			return nil, pgErrorf("postgres: %w", err)
+		}
+		if !exists {
+			pool.Close()
+			return nil, ErrNoSchema
+		}
+	}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err

@@ -2,8 +2,10 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcp-elicit/elicit/store"
 	"github.com/mcp-elicit/elicit/store/postgres/pgtest"
@@ -79,4 +81,56 @@ func TestMigrationsNumbered(t *testing.T) {
 	if len(ms) < 2 {
 		t.Fatalf("%d migrations, want at least 2", len(ms))
 	}
+}
+
+// A ring stored before keys had an activation time (migration 4) gets one
+// on open: each key seals from its creation.
+func TestMigrateStateKeyActivation(t *testing.T) {
+	dsn := pgtest.FreshSchema(t, pgtest.DSN(t))
+	ctx := context.Background()
+	s, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if err := s.AddStateKey(ctx, &store.StateKey{ID: "k1", Sealed: []byte("x"), CreatedAt: created}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`ALTER TABLE state_keys DROP COLUMN activates_at`, `DELETE FROM schema_migrations WHERE version >= 4`} {
+		if _, err := s.pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	if s, err = Open(ctx, dsn); err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer s.Close()
+	keys, err := s.StateKeys(ctx)
+	if err != nil || len(keys) != 1 || !keys[0].ActivatesAt.Equal(created) {
+		t.Fatalf("after migration: %v %+v", err, keys)
+	}
+}
+
+// OpenExisting creates nothing in an empty schema and opens a migrated one.
+func TestOpenExisting(t *testing.T) {
+	dsn := pgtest.FreshSchema(t, pgtest.DSN(t))
+	ctx := context.Background()
+	if _, err := OpenExisting(ctx, dsn); !errors.Is(err, ErrNoSchema) {
+		t.Fatalf("OpenExisting on an empty schema: %v, want ErrNoSchema", err)
+	}
+	s, err := Open(ctx, dsn) // still empty: Open creates the schema
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()`).Scan(&tables); err != nil || tables == 0 {
+		t.Fatalf("Open made %d tables: %v", tables, err)
+	}
+	s.Close()
+	s, err = OpenExisting(ctx, dsn)
+	if err != nil {
+		t.Fatalf("OpenExisting on a migrated schema: %v", err)
+	}
+	s.Close()
 }

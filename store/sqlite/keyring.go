@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mcp-elicit/elicit/store"
 )
@@ -14,7 +15,8 @@ func (s *Store) AddStateKey(ctx context.Context, k *store.StateKey) error {
 	if err := k.Check(); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO state_keys (id, sealed, created_at) VALUES (?, ?, ?)`, k.ID, k.Sealed, toNanos(k.CreatedAt))
+	_, err := s.db.ExecContext(ctx, `INSERT INTO state_keys (id, sealed, created_at, activates_at) VALUES (?, ?, ?, ?)`,
+		k.ID, k.Sealed, toNanos(k.CreatedAt), toNanos(k.Activation()))
 	if isUniqueViolation(err) {
 		return fmt.Errorf("sqlite: state key id exists: %w", store.ErrConflict)
 	}
@@ -26,7 +28,7 @@ func (s *Store) AddStateKey(ctx context.Context, k *store.StateKey) error {
 
 // StateKeys implements store.KeyRing.
 func (s *Store) StateKeys(ctx context.Context) ([]*store.StateKey, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, sealed, created_at FROM state_keys ORDER BY seq DESC`)
+	rows, err := s.db.QueryContext(ctx, `SELECT id, sealed, created_at, activates_at FROM state_keys ORDER BY seq DESC`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: state keys: %w", err)
 	}
@@ -34,11 +36,11 @@ func (s *Store) StateKeys(ctx context.Context) ([]*store.StateKey, error) {
 	keys := []*store.StateKey{}
 	for rows.Next() {
 		var k store.StateKey
-		var created int64
-		if err := rows.Scan(&k.ID, &k.Sealed, &created); err != nil {
+		var created, activates int64
+		if err := rows.Scan(&k.ID, &k.Sealed, &created, &activates); err != nil {
 			return nil, fmt.Errorf("sqlite: state keys: %w", err)
 		}
-		k.CreatedAt = fromNanos(created)
+		k.CreatedAt, k.ActivatesAt = fromNanos(created), fromNanos(activates)
 		keys = append(keys, &k)
 	}
 	if err := rows.Err(); err != nil {
@@ -47,30 +49,36 @@ func (s *Store) StateKeys(ctx context.Context) ([]*store.StateKey, error) {
 	return keys, nil
 }
 
-// RetireStateKey implements store.KeyRing.
-func (s *Store) RetireStateKey(ctx context.Context, id string) error {
+// RetireStateKey implements store.KeyRing. The check and the delete share
+// one IMMEDIATE transaction, so a concurrent rotation or retirement cannot
+// slip between them.
+func (s *Store) RetireStateKey(ctx context.Context, id string, now time.Time) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: retire state key: %w", err)
 	}
 	defer tx.Rollback()
-	var newest string
-	err = tx.QueryRowContext(ctx, `SELECT id FROM state_keys ORDER BY seq DESC LIMIT 1`).Scan(&newest)
+	var activates int64
+	err = tx.QueryRowContext(ctx, `SELECT activates_at FROM state_keys WHERE id = ?`, id).Scan(&activates)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.ErrNotFound
 	}
 	if err != nil {
 		return fmt.Errorf("sqlite: retire state key: %w", err)
 	}
-	if newest == id {
-		return fmt.Errorf("sqlite: state key %q seals; rotate first: %w", id, store.ErrConflict)
+	if activates > toNanos(now) {
+		return fmt.Errorf("sqlite: state key %q seals from %s: %w", id, fromNanos(activates).Format(time.RFC3339), store.ErrConflict)
 	}
-	res, err := tx.ExecContext(ctx, `DELETE FROM state_keys WHERE id = ?`, id)
+	var sealing string
+	err = tx.QueryRowContext(ctx, `SELECT id FROM state_keys WHERE activates_at <= ? ORDER BY seq DESC LIMIT 1`, toNanos(now)).Scan(&sealing)
 	if err != nil {
 		return fmt.Errorf("sqlite: retire state key: %w", err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return store.ErrNotFound
+	if sealing == id {
+		return fmt.Errorf("sqlite: state key %q seals now: %w", id, store.ErrConflict)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM state_keys WHERE id = ?`, id); err != nil {
+		return fmt.Errorf("sqlite: retire state key: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: retire state key: %w", err)

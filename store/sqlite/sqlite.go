@@ -93,6 +93,10 @@ var migrations = []string{
 		sealed     BLOB NOT NULL,
 		created_at INTEGER NOT NULL
 	);`,
+	// 5: when each key starts to seal (StateKey.ActivatesAt); keys added
+	// before seal from their creation.
+	`ALTER TABLE state_keys ADD COLUMN activates_at INTEGER NOT NULL DEFAULT 0;
+	UPDATE state_keys SET activates_at = created_at;`,
 }
 
 // Open opens (creating if needed) the database file at path and brings its

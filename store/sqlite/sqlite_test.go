@@ -192,3 +192,32 @@ func TestMigrateFromSchema1(t *testing.T) {
 		t.Fatalf("ledger after migration: %v", err)
 	}
 }
+
+// A ring stored before keys had an activation time (schema 4) gets one on
+// open: each key seals from its creation.
+func TestMigrateStateKeyActivation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "elicit.db")
+	ctx := context.Background()
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if err := s.AddStateKey(ctx, &store.StateKey{ID: "k1", Sealed: []byte("x"), CreatedAt: created}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`ALTER TABLE state_keys DROP COLUMN activates_at`, `UPDATE schema_version SET version = 4`} {
+		if _, err := s.db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	if s, err = Open(path); err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer s.Close()
+	keys, err := s.StateKeys(ctx)
+	if err != nil || len(keys) != 1 || !keys[0].ActivatesAt.Equal(created) {
+		t.Fatalf("after migration: %v %+v", err, keys)
+	}
+}

@@ -22,6 +22,7 @@ var keyRingTests = []struct {
 	{"KeyRingRetire", testKeyRingRetire},
 	{"KeyRingInvalid", testKeyRingInvalid},
 	{"KeyRingConcurrentRotateRetire", testKeyRingConcurrent},
+	{"KeyRingActivation", testKeyRingActivation},
 }
 
 func stateKey(id string, at time.Time) *store.StateKey {
@@ -59,7 +60,8 @@ func testKeyRingOrder(t *testing.T, s store.Store) {
 		t.Fatalf("ring = %q, want c,a,b (newest first)", ids)
 	}
 	keys, _ := s.StateKeys(ctx)
-	if !bytes.Equal(keys[2].Sealed, []byte("sealed:b")) || !keys[2].CreatedAt.Truncate(time.Second).Equal(base.Truncate(time.Second)) {
+	if !bytes.Equal(keys[2].Sealed, []byte("sealed:b")) || !keys[2].CreatedAt.Truncate(time.Second).Equal(base.Truncate(time.Second)) ||
+		!keys[2].ActivatesAt.Equal(keys[2].CreatedAt) {
 		t.Fatalf("key b read back as %+v", keys[2])
 	}
 	if err := s.AddStateKey(ctx, stateKey("a", base)); !errors.Is(err, store.ErrConflict) {
@@ -69,7 +71,7 @@ func testKeyRingOrder(t *testing.T, s store.Store) {
 
 func testKeyRingRetire(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	if err := s.RetireStateKey(ctx, "x"); !errors.Is(err, store.ErrNotFound) {
+	if err := s.RetireStateKey(ctx, "x", base); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("retire on an empty ring: %v", err)
 	}
 	for _, id := range []string{"old", "new"} {
@@ -77,13 +79,13 @@ func testKeyRingRetire(t *testing.T, s store.Store) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.RetireStateKey(ctx, "new"); !errors.Is(err, store.ErrConflict) {
+	if err := s.RetireStateKey(ctx, "new", base); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("retiring the sealing key: %v, want ErrConflict", err)
 	}
-	if err := s.RetireStateKey(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+	if err := s.RetireStateKey(ctx, "nope", base); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("retiring an unknown key: %v, want ErrNotFound", err)
 	}
-	if err := s.RetireStateKey(ctx, "old"); err != nil {
+	if err := s.RetireStateKey(ctx, "old", base); err != nil {
 		t.Fatal(err)
 	}
 	if ids := keyIDs(t, s); ids != "new" {
@@ -128,7 +130,7 @@ func testKeyRingConcurrent(t *testing.T, s store.Store) {
 		}()
 		go func() {
 			defer wg.Done()
-			err := s.RetireStateKey(ctx, fmt.Sprintf("k%d", i-1))
+			err := s.RetireStateKey(ctx, fmt.Sprintf("k%d", i-1), base)
 			if err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("RetireStateKey: %v", err)
 			}
@@ -139,7 +141,56 @@ func testKeyRingConcurrent(t *testing.T, s store.Store) {
 	if err != nil || len(keys) == 0 {
 		t.Fatalf("ring after the race: %d keys, %v", len(keys), err)
 	}
-	if err := s.RetireStateKey(ctx, keys[0].ID); !errors.Is(err, store.ErrConflict) {
+	if err := s.RetireStateKey(ctx, keys[0].ID, base); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("the newest key %s could be retired: %v", keys[0].ID, err)
+	}
+}
+
+// A key seals from its stored activation time: before it, it only opens,
+// and it can be retired neither while pending nor while it seals.
+func testKeyRingActivation(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	pending := stateKey("pending", base.Add(-time.Hour))
+	pending.ActivatesAt = base.Add(2 * time.Minute)
+	for _, k := range []*store.StateKey{stateKey("old", base.Add(-2*time.Hour)), stateKey("current", base.Add(-time.Hour)), pending} {
+		if err := s.AddStateKey(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys, err := s.StateKeys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !keys[0].ActivatesAt.Equal(pending.ActivatesAt) || !keys[1].ActivatesAt.Equal(keys[1].CreatedAt) {
+		t.Fatalf("activation read back as %v and %v", keys[0].ActivatesAt, keys[1].ActivatesAt)
+	}
+	steps := []struct {
+		at      time.Time
+		sealing string
+		retire  string
+		wantErr error
+	}{
+		{base, "current", "pending", store.ErrConflict}, // still to activate
+		{base, "current", "current", store.ErrConflict}, // seals now
+		{base.Add(2*time.Minute - time.Nanosecond), "current", "pending", store.ErrConflict},
+		{base.Add(2 * time.Minute), "pending", "pending", store.ErrConflict}, // seals now
+		{base.Add(2 * time.Minute), "pending", "current", nil},
+		{base.Add(2 * time.Minute), "pending", "old", nil},
+		{base.Add(2 * time.Minute), "pending", "old", store.ErrNotFound},
+	}
+	for _, st := range steps {
+		keys, err := s.StateKeys(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := store.SealingKey(keys, st.at); i < 0 || keys[i].ID != st.sealing {
+			t.Fatalf("at %v the sealing key is #%d, want %s", st.at, i, st.sealing)
+		}
+		if err := s.RetireStateKey(ctx, st.retire, st.at); !errors.Is(err, st.wantErr) {
+			t.Fatalf("at %v retiring %s: %v, want %v", st.at, st.retire, err, st.wantErr)
+		}
+	}
+	if ids := keyIDs(t, s); ids != "pending" {
+		t.Fatalf("ring = %q", ids)
 	}
 }
