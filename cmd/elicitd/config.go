@@ -98,7 +98,7 @@ var settings = []setting{
 		apply: func(c *config, v string) error { c.auditLog = v; return nil }},
 	{name: "metrics-addr", def: "", defDoc: "on --addr", usage: "host:port of a separate listener for /metrics, /healthz and /readyz, or off (no /metrics)",
 		apply: func(c *config, v string) error { c.metricsAddr = v; return nil }},
-	{name: "state-keys-refresh", def: "30s", usage: "how often the store's requestState key ring is re-read; a new key seals once this old",
+	{name: "state-keys-refresh", def: "30s", usage: "how often the store's requestState key ring is re-read; must be shorter than keys rotate --activate-after",
 		apply: durationSetter(func(c *config) *time.Duration { return &c.keysRefresh })},
 	{name: "read-header-timeout", def: "10s", usage: "time to read a request's headers",
 		apply: durationSetter(func(c *config) *time.Duration { return &c.readHeaderTimeout })},
@@ -172,10 +172,13 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*c
 		}
 	}
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, usageError{err}
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %s (see elicitd --help)", strings.Join(fs.Args(), " "))
+		return nil, usageError{fmt.Errorf("unexpected arguments: %s (see elicitd --help)", strings.Join(fs.Args(), " "))}
 	}
 	// --config first: the file is the lowest layer but names itself.
 	ci := slices.IndexFunc(settings, func(s setting) bool { return s.name == "config" })
@@ -357,9 +360,15 @@ func writeUsage(w io.Writer) {
 	var b bytes.Buffer
 	b.WriteString(`Usage:
   elicitd [flags]                 serve MCP on --addr until SIGTERM or SIGINT
-  elicitd keys list [flags]       list the store's requestState keys (ids, created, role)
-  elicitd keys rotate [flags]     add a requestState key; it seals once --state-keys-refresh old
+  elicitd keys list [flags]       list the store's requestState keys (ids, created, seals from, role)
+  elicitd keys rotate [--activate-after D] [flags]
+                                  add a requestState key that seals from now + D (default 2m;
+                                  D must exceed every instance's --state-keys-refresh)
   elicitd keys retire ID [flags]  remove a key that no longer seals (states it sealed stop opening)
+  elicitd keys --help             the keys command in detail
+
+Exit status: 0 done (and --help), 1 failed, 2 usage error (unknown command
+or flag, missing or extra arguments).
 
 Each setting is a flag, an environment variable, or a key of the --config
 JSON file; a flag wins over the environment, which wins over the file.

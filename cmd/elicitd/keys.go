@@ -12,40 +12,48 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
+	"github.com/mcp-elicit/elicit/connect"
 	"github.com/mcp-elicit/elicit/reqstate"
 	"github.com/mcp-elicit/elicit/store"
+	"github.com/mcp-elicit/elicit/store/postgres"
+	"github.com/mcp-elicit/elicit/store/sqlite"
 )
 
 // The requestState key ring lives in the store (store.KeyRing), each
 // secret sealed under a key derived from the master key, so that every
 // instance sharing the store and ELICIT_MASTER_KEY sees the same ring.
-// Instances re-read it every --state-keys-refresh. A key added less than
-// that long ago only opens: by the time it seals, every instance has read
-// it and can open what it seals. The sealing key is the newest key at
-// least that old, or, when every key is younger, the oldest one.
+// Each key carries the time it starts to seal, set by "elicitd keys
+// rotate" to now + --activate-after: which key seals is a function of the
+// stored ring and the clock only (store.SealingKey), so every instance
+// and the keys command agree whatever their --state-keys-refresh.
+// Instances re-read the ring every --state-keys-refresh; --activate-after
+// must exceed every instance's refresh, so that each one holds a key
+// before any instance seals with it.
 //
 // Without stored keys the ring is one key, id k1, derived from the master
-// key; the first rotation stores that key as k1 too, so states it sealed
-// still open until k1 is retired. ELICIT_STATE_KEYS, when set, overrides
-// all of this (no store ring, no refresh).
+// key; the first rotation stores that key as k1 too (sealing from then),
+// so states it sealed still open until k1 is retired. ELICIT_STATE_KEYS,
+// when set, overrides all of this (no store ring, no refresh).
 
 // derivedKeyID names the key derived from the master key.
 const derivedKeyID = "k1"
 
 // stateKeys resolves and refreshes the requestState key ring.
 type stateKeys struct {
-	ring       store.KeyRing
-	master     []byte
-	wrap       cipher.AEAD
-	override   []reqstate.Key // ELICIT_STATE_KEYS; nil = the store's ring
-	activation time.Duration  // a key this young only opens
-	now        func() time.Time
-	lastErr    atomic.Pointer[string] // the last load's failure, "" when it worked
+	ring     store.KeyRing
+	master   []byte
+	wrap     cipher.AEAD
+	override []reqstate.Key // ELICIT_STATE_KEYS; nil = the store's ring
+	now      func() time.Time
+	lastErr  atomic.Pointer[string] // the last load's failure, "" when it worked
 }
 
 func newStateKeys(cfg *config, ring store.KeyRing, master []byte, now func() time.Time) (*stateKeys, error) {
@@ -65,7 +73,7 @@ func newStateKeys(cfg *config, ring store.KeyRing, master []byte, now func() tim
 	if err != nil {
 		return nil, err
 	}
-	k := &stateKeys{ring: ring, master: master, wrap: wrap, override: override, activation: cfg.keysRefresh, now: now}
+	k := &stateKeys{ring: ring, master: master, wrap: wrap, override: override, now: now}
 	ok := ""
 	k.lastErr.Store(&ok)
 	return k, nil
@@ -98,15 +106,24 @@ func (k *stateKeys) derived() (reqstate.Key, error) {
 	return reqstate.Key{ID: derivedKeyID, Secret: secret}, err
 }
 
-// sealingIndex returns the index in keys (newest first) of the key that
-// seals at now: the newest at least activation old, else the oldest.
-func (k *stateKeys) sealingIndex(keys []*store.StateKey, now time.Time) int {
-	for i, sk := range keys {
-		if !sk.CreatedAt.After(now.Add(-k.activation)) {
-			return i
+// unopened returns the ids of the stored keys that do not open under this
+// master key, in ring order.
+func (k *stateKeys) unopened(stored []*store.StateKey) []string {
+	var bad []string
+	for _, sk := range stored {
+		if _, err := k.open(sk); err != nil {
+			bad = append(bad, sk.ID)
 		}
 	}
-	return len(keys) - 1
+	return bad
+}
+
+// errUnopened is the keys command's refusal when some stored keys do not
+// open: the master key differs from the instances' (or the ring holds a
+// key sealed under another one).
+func errUnopened(ids []string) error {
+	return fmt.Errorf("state keys %s do not open with this master key: is %s (or --data's master.key) the one the instances use? Nothing was changed",
+		strings.Join(ids, ", "), masterKeyEnv)
 }
 
 // load returns the ring to use now, the sealing key first.
@@ -130,7 +147,7 @@ func (k *stateKeys) load(ctx context.Context) ([]reqstate.Key, error) {
 		}
 		keys = append(keys, reqstate.Key{ID: sk.ID, Secret: secret})
 	}
-	if i := k.sealingIndex(stored, k.now()); i > 0 {
+	if i := store.SealingKey(stored, k.now()); i > 0 {
 		keys[0], keys[i] = keys[i], keys[0]
 	}
 	return keys, nil
@@ -173,106 +190,235 @@ func newKeyID(now time.Time) string {
 	return "k" + now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b)
 }
 
-// rotate adds a new key, which seals once it is activation old. On a ring
-// still using the derived key, that key is stored first as k1.
-func (k *stateKeys) rotate(ctx context.Context) (string, error) {
+// rotate adds a new key that seals from now + activateAfter. On a ring
+// still using the derived key, that key is stored first as k1, sealing
+// from now. It refuses, writing nothing, when a stored key does not open.
+func (k *stateKeys) rotate(ctx context.Context, activateAfter time.Duration) (*store.StateKey, error) {
 	now := k.now()
 	stored, err := k.ring.StateKeys(ctx)
 	if err != nil {
-		return "", err
+		return nil, err
+	}
+	if bad := k.unopened(stored); len(bad) > 0 {
+		return nil, errUnopened(bad)
 	}
 	if len(stored) == 0 {
 		d, err := k.derived()
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		sealed, err := k.seal(d.ID, d.Secret)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		if err := k.ring.AddStateKey(ctx, &store.StateKey{ID: d.ID, Sealed: sealed, CreatedAt: now}); err != nil && !errors.Is(err, store.ErrConflict) {
-			return "", err
+			return nil, err
 		}
 	}
 	nk := reqstate.NewKey(newKeyID(now))
 	sealed, err := k.seal(nk.ID, nk.Secret)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return nk.ID, k.ring.AddStateKey(ctx, &store.StateKey{ID: nk.ID, Sealed: sealed, CreatedAt: now})
+	sk := &store.StateKey{ID: nk.ID, Sealed: sealed, CreatedAt: now, ActivatesAt: now.Add(activateAfter)}
+	return sk, k.ring.AddStateKey(ctx, sk)
 }
 
-// retire removes a key that does not seal now and is not the newest.
+// retire removes a key that neither seals now nor is still to activate.
+// A pending key is refused too: instances that read it before the
+// retirement would start sealing with it at its activation time (until
+// their next refresh), and instances that no longer hold it would refuse
+// those states.
 func (k *stateKeys) retire(ctx context.Context, id string) error {
 	stored, err := k.ring.StateKeys(ctx)
 	if err != nil {
 		return err
 	}
+	if bad := k.unopened(stored); len(bad) > 0 {
+		return errUnopened(bad)
+	}
+	now := k.now()
 	i := slices.IndexFunc(stored, func(sk *store.StateKey) bool { return sk.ID == id })
 	switch {
 	case i < 0:
 		return fmt.Errorf("no key %q in the store's ring (see elicitd keys list)", id)
-	case i == k.sealingIndex(stored, k.now()):
+	case i == store.SealingKey(stored, now):
 		return fmt.Errorf("key %q seals requestState now; rotate first, and retire it once the new key seals", id)
+	case stored[i].Activation().After(now):
+		return fmt.Errorf("key %q is still to activate (it seals from %s): instances already holding it would start sealing with it; retire it once a newer key seals",
+			id, stored[i].Activation().UTC().Format(time.RFC3339))
 	}
-	if err := k.ring.RetireStateKey(ctx, id); errors.Is(err, store.ErrConflict) {
-		return fmt.Errorf("key %q is the newest key; rotate first", id)
+	if err := k.ring.RetireStateKey(ctx, id, now); errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("key %q seals now or is still to activate (the ring changed meanwhile); see elicitd keys list", id)
 	} else if err != nil {
 		return err
 	}
 	return nil
 }
 
-// list writes the ring as a table: id, created, role. Never a secret.
+// list writes the ring as a table: id, created, seals from, role. Never a
+// secret. A key that does not open under this master key is marked, and
+// makes list fail after writing the table.
 func (k *stateKeys) list(ctx context.Context, w io.Writer) error {
 	stored, err := k.ring.StateKeys(ctx)
 	if err != nil {
 		return err
 	}
+	bad := k.unopened(stored)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tCREATED\tROLE")
+	fmt.Fprintln(tw, "ID\tCREATED\tSEALS FROM\tROLE")
 	if len(stored) == 0 {
-		fmt.Fprintf(tw, "%s\t-\tseals (derived from the master key; not stored until the first rotation)\n", derivedKeyID)
+		fmt.Fprintf(tw, "%s\t-\t-\tseals (derived from the master key; not stored until the first rotation)\n", derivedKeyID)
 	}
 	now := k.now()
-	seal := k.sealingIndex(stored, now)
+	seal := store.SealingKey(stored, now)
 	for i, sk := range stored {
 		role := "opens"
 		switch {
+		case slices.Contains(bad, sk.ID):
+			role = "DOES NOT OPEN with this master key"
 		case i == seal:
 			role = "seals"
-		case i < seal:
-			role = "opens; seals from " + sk.CreatedAt.Add(k.activation).UTC().Format(time.RFC3339)
+		case sk.Activation().After(now):
+			role = "opens; pending (seals from its activation)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", sk.ID, sk.CreatedAt.UTC().Format(time.RFC3339), role)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", sk.ID, sk.CreatedAt.UTC().Format(time.RFC3339), sk.Activation().UTC().Format(time.RFC3339), role)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(bad) > 0 {
+		return errUnopened(bad)
+	}
+	return nil
+}
+
+// defaultActivateAfter is rotate's default --activate-after: well above
+// the default --state-keys-refresh (30s).
+const defaultActivateAfter = 2 * time.Minute
+
+// keysUsage is elicitd keys --help.
+const keysUsage = `Usage:
+  elicitd keys list [flags]                         list the store's requestState keys
+  elicitd keys rotate [--activate-after D] [flags]  add a key that seals from now + D
+  elicitd keys retire ID [flags]                    remove a key that no longer seals
+
+The keys command acts on an existing deployment: the --data directory (its
+SQLite store, and master.key unless ELICIT_MASTER_KEY is set) or the
+--store database must exist; it creates nothing but keys. Every stored key
+must open with the master key, else rotate and retire change nothing and
+list marks the keys and fails.
+
+--activate-after D (default 2m) must exceed every instance's
+--state-keys-refresh, so that all instances hold the new key before any
+seals with it. retire refuses the key that seals now and a key still to
+activate. flags are elicitd's (elicitd --help): --data, --store, --config...
+
+Exit status: 0 done, 1 failed (nothing changed), 2 usage error.
+`
+
+// usageError is a command line that cannot be parsed (unknown command or
+// flag, missing or extra arguments); elicitd exits 2 for it, 1 for other
+// errors.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+// takeFlag removes --name VALUE or --name=VALUE (one or two dashes) from
+// args, returning the value ("" and false when absent).
+func takeFlag(args []string, name string) (string, []string, bool, error) {
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		bare := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		if bare == name {
+			if i+1 >= len(args) {
+				return "", nil, false, usageError{fmt.Errorf("flag needs an argument: --%s", name)}
+			}
+			return args[i+1], append(slices.Clip(args[:i]), args[i+2:]...), true, nil
+		}
+		if v, ok := strings.CutPrefix(bare, name+"="); ok && bare != a {
+			return v, append(slices.Clip(args[:i]), args[i+1:]...), true, nil
+		}
+	}
+	return "", args, false, nil
+}
+
+// openExisting opens the deployment's master key and store for the keys
+// command without creating either: with SQLite the data directory and
+// its database must exist; with --store the schema must exist; without
+// ELICIT_MASTER_KEY, --data's master.key must exist.
+func openExisting(cfg *config) ([]byte, store.Store, error) {
+	if cfg.masterKeyB64 == "" {
+		p := filepath.Join(cfg.dataDir, connect.MasterKeyFile)
+		if _, err := os.Stat(p); err != nil {
+			return nil, nil, fmt.Errorf("no master key: %s is not set and %s cannot be read (%w); pass the instances' --data or set %s",
+				masterKeyEnv, p, err, masterKeyEnv)
+		}
+	}
+	if cfg.storeURL == "" {
+		p := sqlitePath(cfg)
+		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+			return nil, nil, fmt.Errorf("no elicitd store at %s: --data must be an existing elicitd data directory (or pass --store)", p)
+		}
+	}
+	master, err := masterKey(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cfg.storeURL != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		st, err := postgres.OpenExisting(ctx, cfg.storeURL)
+		return master, st, err
+	}
+	st, err := sqlite.Open(sqlitePath(cfg))
+	return master, st, err
 }
 
 // runKeys is elicitd keys list|rotate|retire ID.
 func runKeys(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("keys: want list, rotate or retire ID (see elicitd --help)")
+		_, _ = io.WriteString(stderr, keysUsage)
+		return usageError{errors.New("keys: want list, rotate or retire ID")}
 	}
 	verb, rest := args[0], args[1:]
 	id := ""
-	if verb == "retire" {
+	switch verb {
+	case "-h", "-help", "--help", "help":
+		_, _ = io.WriteString(stderr, keysUsage)
+		return nil
+	case "retire":
 		if len(rest) == 0 || rest[0] == "" || rest[0][0] == '-' {
-			return errors.New("keys retire: want the key id first: elicitd keys retire ID [flags]")
+			return usageError{errors.New("keys retire: want the key id first: elicitd keys retire ID [flags]")}
 		}
 		id, rest = rest[0], rest[1:]
-	} else if verb != "list" && verb != "rotate" {
-		return fmt.Errorf("keys: unknown command %q; want list, rotate or retire ID", verb)
+	case "list", "rotate":
+	default:
+		_, _ = io.WriteString(stderr, keysUsage)
+		return usageError{fmt.Errorf("keys: unknown command %q; want list, rotate or retire ID", verb)}
+	}
+	activateAfter := defaultActivateAfter
+	if verb == "rotate" {
+		v, r, ok, err := takeFlag(rest, "activate-after")
+		if err != nil {
+			return err
+		}
+		if rest = r; ok {
+			if activateAfter, err = time.ParseDuration(v); err != nil || activateAfter < 0 {
+				return usageError{fmt.Errorf("--activate-after: want a duration such as 2m, not %q", v)}
+			}
+		}
 	}
 	cfg, err := parseFlags(rest, stderr)
 	if err != nil {
 		return err
 	}
-	master, err := masterKey(cfg)
-	if err != nil {
-		return err
+	if verb == "rotate" && activateAfter < cfg.keysRefresh {
+		return fmt.Errorf("--activate-after %v is shorter than --state-keys-refresh %v: instances would seal with a key others have not read yet", activateAfter, cfg.keysRefresh)
 	}
-	st, err := openStore(cfg)
+	master, st, err := openExisting(cfg)
 	if err != nil {
 		return err
 	}
@@ -290,12 +436,12 @@ func runKeys(args []string, stdout, stderr io.Writer) error {
 	case "list":
 		return k.list(ctx, stdout)
 	case "rotate":
-		newID, err := k.rotate(ctx)
+		nk, err := k.rotate(ctx, activateAfter)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "added %s; it seals from %s, once every instance has reloaded the ring (--state-keys-refresh %v)\n",
-			newID, k.now().Add(k.activation).UTC().Format(time.RFC3339), k.activation)
+		fmt.Fprintf(stdout, "added %s; it seals from %s (--activate-after %v: every instance's --state-keys-refresh must be shorter)\n",
+			nk.ID, nk.Activation().UTC().Format(time.RFC3339), activateAfter)
 		return nil
 	}
 	if err := k.retire(ctx, id); err != nil {

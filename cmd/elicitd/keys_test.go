@@ -3,18 +3,22 @@ package main
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mcp-elicit/elicit/reqstate"
+	"github.com/mcp-elicit/elicit/store/postgres"
+	"github.com/mcp-elicit/elicit/store/postgres/pgtest"
 	"github.com/mcp-elicit/elicit/store/sqlite"
 )
 
-// keysEnv is a store ring with a settable clock and a 1-minute activation.
+// keysEnv is a store ring with a settable clock.
 type keysEnv struct {
 	keys  *stateKeys
 	clock atomic.Int64
@@ -29,7 +33,7 @@ func newKeysEnv(t *testing.T, master []byte) *keysEnv {
 	t.Cleanup(func() { st.Close() })
 	e := &keysEnv{}
 	e.clock.Store(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).UnixNano())
-	e.keys, err = newStateKeys(&config{keysRefresh: time.Minute}, st, master, func() time.Time { return time.Unix(0, e.clock.Load()) })
+	e.keys, err = newStateKeys(&config{}, st, master, func() time.Time { return time.Unix(0, e.clock.Load()) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,8 +54,8 @@ func (e *keysEnv) ids(t *testing.T) string {
 }
 
 // The ring's life: the derived k1 alone; a rotation stores k1 and adds a
-// key that only opens until it is --state-keys-refresh old, then seals;
-// k1 can then be retired, the sealing key never.
+// key that only opens until its stored activation time, then seals; k1
+// can then be retired, the sealing or a pending key never.
 func TestStateKeyRingLifecycle(t *testing.T) {
 	master := bytes.Repeat([]byte{7}, 32)
 	e := newKeysEnv(t, master)
@@ -67,15 +71,19 @@ func TestStateKeyRingLifecycle(t *testing.T) {
 	b := reqstate.Binding{Principal: "alice", Method: "tools/call", Name: "t"}
 	oldState, _ := sealer.Seal(&reqstate.Claims{Binding: b})
 
-	newID, err := e.keys.rotate(ctx)
+	added, err := e.keys.rotate(ctx, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
+	newID := added.ID
 	if got := e.ids(t); got != "k1,"+newID {
 		t.Fatalf("just after rotate = %s; want k1 still sealing", got)
 	}
 	if err := e.keys.retire(ctx, "k1"); err == nil || !strings.Contains(err.Error(), "seals") {
 		t.Fatalf("retiring the sealing k1: %v", err)
+	}
+	if err := e.keys.retire(ctx, newID); err == nil || !strings.Contains(err.Error(), "still to activate") {
+		t.Fatalf("retiring the pending %s: %v", newID, err)
 	}
 	e.clock.Add(int64(time.Minute))
 	if got := e.ids(t); got != newID+",k1" {
@@ -124,7 +132,7 @@ func TestStateKeyRingLifecycle(t *testing.T) {
 // current ring and readiness reports it.
 func TestStateKeyRingOtherMaster(t *testing.T) {
 	e := newKeysEnv(t, bytes.Repeat([]byte{1}, 32))
-	if _, err := e.keys.rotate(t.Context()); err != nil {
+	if _, err := e.keys.rotate(t.Context(), 0); err != nil {
 		t.Fatal(err)
 	}
 	other, err := newStateKeys(&config{}, e.keys.ring, bytes.Repeat([]byte{2}, 32), time.Now)
@@ -140,45 +148,210 @@ func TestStateKeyRingOtherMaster(t *testing.T) {
 	}
 }
 
+// TestKeysCommandUsage: --help prints the keys usage and succeeds; a
+// command line that cannot be parsed is a usage error (exit 2), for keys
+// as for the server.
 func TestKeysCommandUsage(t *testing.T) {
-	for _, args := range [][]string{nil, {"spin"}, {"retire"}, {"retire", "--data", "x"}} {
-		if err := runKeys(args, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
-			t.Errorf("keys %v accepted", args)
-		}
+	tests := []struct {
+		args     []string
+		wantCode int // exitCode; 0 = no error
+		wantOut  string
+	}{
+		{[]string{"keys", "--help"}, 0, "elicitd keys rotate [--activate-after D]"},
+		{[]string{"keys", "-h"}, 0, "Exit status: 0 done, 1 failed (nothing changed), 2 usage error"},
+		{[]string{"keys", "help"}, 0, "elicitd keys retire ID"},
+		{[]string{"keys"}, 2, "elicitd keys list"},
+		{[]string{"keys", "spin"}, 2, `unknown command "spin"`},
+		{[]string{"keys", "retire"}, 2, "want the key id first"},
+		{[]string{"keys", "retire", "--data", "x"}, 2, "want the key id first"},
+		{[]string{"keys", "list", "--bogus"}, 2, "bogus"},
+		{[]string{"keys", "list", "extra"}, 2, "unexpected arguments"},
+		{[]string{"keys", "rotate", "--activate-after"}, 2, "needs an argument"},
+		{[]string{"keys", "rotate", "--activate-after=soon"}, 2, "--activate-after"},
+		{[]string{"keys", "rotate", "--activate-after", "10s"}, 1, "shorter than --state-keys-refresh 30s"},
+		{[]string{"--bogus"}, 2, "bogus"},
+		{[]string{"serve"}, 2, "unexpected arguments"},
+		{[]string{"--help"}, 0, "Exit status: 0 done (and --help), 1 failed, 2 usage error"},
+		{[]string{"--idle-timeout", "soon"}, 1, "idle-timeout"}, // a bad value, from any source, is a configuration error
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			err := run(tt.args, &out, &errOut)
+			code := 0
+			if err != nil {
+				code = exitCode(err)
+				errOut.WriteString(err.Error())
+			}
+			if code != tt.wantCode || !strings.Contains(out.String()+errOut.String(), tt.wantOut) {
+				t.Fatalf("exit %d (%v), want %d with %q in:\n%s%s", code, err, tt.wantCode, tt.wantOut, out.String(), errOut.String())
+			}
+		})
 	}
 }
 
-// The keys command end to end on a SQLite data directory: list, rotate,
-// retire refused for the sealing key, allowed once the new key seals.
-func TestKeysCommand(t *testing.T) {
+// runKeysIn runs elicitd keys with args and the flags after them.
+func runKeysIn(t *testing.T, args []string, flags ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := runKeys(append(args, flags...), &out, &errOut)
+	return out.String() + errOut.String(), err
+}
+
+// newDataDir returns a data directory an instance has started in (its
+// store and master.key exist).
+func newDataDir(t *testing.T) string {
+	t.Helper()
 	data := t.TempDir()
+	cfg, err := loadConfig([]string{"--data", data}, func(string) string { return "" }, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := masterKey(cfg); err != nil {
+		t.Fatal(err)
+	}
+	st, err := openStore(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	return data
+}
+
+// The keys command end to end on a SQLite data directory: list, rotate
+// (the new key pending for --activate-after), retire refused for the
+// sealing and the pending key whatever --state-keys-refresh says, allowed
+// once a newer key seals.
+func TestKeysCommand(t *testing.T) {
+	data := newDataDir(t)
 	run := func(args ...string) (string, error) {
 		t.Helper()
-		var out, errOut bytes.Buffer
-		err := runKeys(append(args, "--data", data, "--state-keys-refresh", "1ns"), &out, &errOut)
-		return out.String() + errOut.String(), err
+		return runKeysIn(t, args, "--data", data)
 	}
 	if out, err := run("list"); err != nil || !strings.Contains(out, "k1") || !strings.Contains(out, "derived from the master key") {
 		t.Fatalf("list on a fresh store: %v\n%s", err, out)
 	}
 	out, err := run("rotate")
-	if err != nil || !strings.HasPrefix(out, "added k") {
+	if err != nil || !strings.HasPrefix(out, "added k") || !strings.Contains(out, "--activate-after 2m0s") {
 		t.Fatalf("rotate: %v\n%s", err, out)
 	}
-	newID := strings.Fields(strings.TrimPrefix(out, "added "))[0]
-	newID = strings.TrimSuffix(newID, ";")
-	if out, err := run("retire", newID); err == nil {
-		t.Fatalf("retired the sealing key %s:\n%s", newID, out)
+	pendingID := strings.TrimSuffix(strings.Fields(strings.TrimPrefix(out, "added "))[0], ";")
+	if out, err := run("list"); err != nil || !strings.Contains(out, "pending") || !regexp.MustCompile(`k1 .* seals\n`).MatchString(out) {
+		t.Fatalf("list after rotate: %v\n%s", err, out)
 	}
+	// The process's own refresh no longer decides which key seals.
+	if out, err := run("retire", "k1", "--state-keys-refresh", "1ns"); err == nil || !strings.Contains(err.Error(), "seals requestState now") {
+		t.Fatalf("retired the sealing k1 with a 1ns refresh: %v\n%s", err, out)
+	}
+	if out, err := run("retire", pendingID); err == nil || !strings.Contains(err.Error(), "still to activate") {
+		t.Fatalf("retired the pending key %s: %v\n%s", pendingID, err, out)
+	}
+	out, err = run("rotate", "--activate-after", "1ns", "--state-keys-refresh", "1ns")
+	if err != nil {
+		t.Fatalf("rotate now: %v\n%s", err, out)
+	}
+	nowID := strings.TrimSuffix(strings.Fields(strings.TrimPrefix(out, "added "))[0], ";")
 	if out, err := run("retire", "k1"); err != nil || !strings.Contains(out, "retired k1") {
 		t.Fatalf("retire k1: %v\n%s", err, out)
 	}
 	out, err = run("list")
-	if err != nil || !strings.Contains(out, newID+"  ") || strings.Contains(out, "k1 ") {
+	if err != nil || !regexp.MustCompile(nowID+` .* seals\n`).MatchString(out) || strings.Contains(out, "k1 ") {
 		t.Fatalf("list after retiring k1: %v\n%s", err, out)
 	}
 	master, _ := os.ReadFile(filepath.Join(data, "master.key"))
 	if len(master) == 0 || strings.Contains(out, base64.StdEncoding.EncodeToString(master)) {
 		t.Fatal("no master key, or the list shows it")
+	}
+}
+
+// With another master key, every keys command refuses: rotate and retire
+// change nothing and name the keys that do not open; list marks them and
+// fails.
+func TestKeysCommandWrongMasterKey(t *testing.T) {
+	data := newDataDir(t)
+	if out, err := runKeysIn(t, []string{"rotate", "--activate-after", "1ns", "--state-keys-refresh", "1ns"}, "--data", data); err != nil {
+		t.Fatalf("rotate: %v\n%s", err, out)
+	}
+	st, err := sqlite.Open(filepath.Join(data, "elicitd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	before, _ := st.StateKeys(t.Context())
+	t.Setenv(masterKeyEnv, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32)))
+	want := "state keys " + before[0].ID + ", k1 do not open with this master key"
+	for _, args := range [][]string{{"rotate"}, {"retire", "k1"}, {"list"}} {
+		out, err := runKeysIn(t, args, "--data", data)
+		if err == nil || !strings.Contains(err.Error(), want) || exitCode(err) != 1 {
+			t.Errorf("keys %v: %v, want an error with %q", args, err, want)
+		}
+		if args[0] == "list" && strings.Count(out, "DOES NOT OPEN") != 2 {
+			t.Errorf("list does not mark both keys:\n%s", out)
+		}
+	}
+	after, _ := st.StateKeys(t.Context())
+	if len(after) != len(before) {
+		t.Fatalf("ring went from %d to %d keys under the wrong master key", len(before), len(after))
+	}
+}
+
+// The keys command creates no data directory, store or master key.
+func TestKeysCommandCreatesNothing(t *testing.T) {
+	empty := t.TempDir()
+	keyOnly := t.TempDir()
+	if err := os.WriteFile(filepath.Join(keyOnly, "master.key"), bytes.Repeat([]byte{1}, 32), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(t.TempDir(), "nonexistent", "x")
+	tests := []struct {
+		name string
+		dir  string
+		env  string // ELICIT_MASTER_KEY
+		want string
+	}{
+		{"missing dir", missing, "", "no master key"},
+		{"missing dir, env key", missing, base64.StdEncoding.EncodeToString(make([]byte, 32)), "no elicitd store at"},
+		{"empty dir", empty, "", "no master key"},
+		{"master key but no store", keyOnly, "", "no elicitd store at"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(masterKeyEnv, tt.env)
+			for _, verb := range [][]string{{"list"}, {"rotate"}, {"retire", "k1"}} {
+				if out, err := runKeysIn(t, verb, "--data", tt.dir); err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("keys %v: %v, want %q\n%s", verb, err, tt.want, out)
+				}
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Dir(missing)); !os.IsNotExist(err) {
+		t.Fatalf("the missing data directory was created: %v", err)
+	}
+	for _, dir := range []string{empty, keyOnly} {
+		entries, _ := os.ReadDir(dir)
+		if len(entries) > 1 || (dir == empty && len(entries) != 0) {
+			t.Fatalf("%s now holds %d entries", dir, len(entries))
+		}
+	}
+}
+
+// With --store, the keys command needs an existing elicit schema: it
+// creates none in an empty one, and works once an instance made it.
+func TestKeysCommandPostgresSchemaMustExist(t *testing.T) {
+	dsn := pgtest.FreshSchema(t, pgtest.DSN(t))
+	t.Setenv(masterKeyEnv, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{3}, 32)))
+	if out, err := runKeysIn(t, []string{"list"}, "--store", dsn); !errors.Is(err, postgres.ErrNoSchema) {
+		t.Fatalf("list on an empty schema: %v\n%s", err, out)
+	}
+	st, err := postgres.OpenExisting(t.Context(), dsn)
+	if !errors.Is(err, postgres.ErrNoSchema) {
+		t.Fatalf("the keys command left a schema behind: %v", err)
+	}
+	if st, err = postgres.Open(t.Context(), dsn); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if out, err := runKeysIn(t, []string{"list"}, "--store", dsn); err != nil || !strings.Contains(out, "k1") {
+		t.Fatalf("list on a migrated schema: %v\n%s", err, out)
 	}
 }

@@ -73,8 +73,17 @@ var registerTestTools func(*mcpserver.Server)
 func main() {
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "elicitd:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
+}
+
+// exitCode is elicitd's exit status for run's error: 2 for a usage error
+// (usageError), 1 for any other.
+func exitCode(err error) int {
+	if errors.As(err, new(usageError)) {
+		return 2
+	}
+	return 1
 }
 
 // masterKeyEnv names the environment variable that supplies the vault
@@ -142,8 +151,11 @@ func openStore(cfg *config) (store.Store, error) {
 	if err := os.MkdirAll(cfg.dataDir, 0o700); err != nil {
 		return nil, err
 	}
-	return sqlite.Open(filepath.Join(cfg.dataDir, "elicitd.db"))
+	return sqlite.Open(sqlitePath(cfg))
 }
+
+// sqlitePath is the SQLite store's file in the data directory.
+func sqlitePath(cfg *config) string { return filepath.Join(cfg.dataDir, "elicitd.db") }
 
 func isLoopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {

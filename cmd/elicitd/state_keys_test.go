@@ -113,12 +113,12 @@ func TestStoreKeyRingPostgres(t *testing.T) {
 	proxy.force(A)
 	before := e.export(1, "alice", "2026-Q1", "sales", "", metaURL)
 	before.input(t, reports.KeyOptions)
-	// The instances use no activation delay (zero --state-keys-refresh in
-	// these configs), so the new key seals as soon as it is read.
-	newID, err := proxy.apps[A].keys.rotate(ctx)
+	// No activation delay: the new key seals as soon as it is read.
+	added, err := proxy.apps[A].keys.rotate(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	newID := added.ID
 	refreshAll()
 	for i, a := range proxy.apps {
 		if ids := a.sealer.KeyIDs(); len(ids) != 2 || ids[0] != newID {
