@@ -77,7 +77,11 @@ func (a *authConfig) check(publicURL string) error {
 			}
 		}
 		if len(set) > 0 {
-			return fmt.Errorf("%s only apply with --auth jwt (this is --auth %s); remove them or pass --auth jwt", strings.Join(set, ", "), a.mode)
+			them := "them"
+			if len(set) == 1 {
+				them = "it"
+			}
+			return fmt.Errorf("--auth %s does not use %s: remove %s or pass --auth jwt", a.mode, strings.Join(set, ", "), them)
 		}
 		return nil
 	}
