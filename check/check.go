@@ -20,18 +20,24 @@
 // The checker talks to the server through mcpclient.SendRaw (its own
 // capabilities per request, hand-made answers, altered states) and fetches
 // URL-mode links with no cookies, following redirects only within the
-// link's origin. It never prints the tokens it was given.
+// link's origin, and by default only links on the endpoint's own origin or
+// https links that pass url-safe (Config.FetchLinks). It never prints the
+// tokens it was given, nor the password of the endpoint URL's userinfo.
 package check
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"unicode"
 
 	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/mcpclient"
 )
 
 // Verdict is the outcome of one case.
@@ -105,6 +111,10 @@ type Report struct {
 	Tool string `json:"tool"`
 	// Server is the server's self-reported identity, when it sent one.
 	Server *mcp.Implementation `json:"server,omitempty"`
+	// DiscoveryError says why server/discover failed (the server answered,
+	// but not as a 2026-07-28 server), when it did; Server is then nil and
+	// every case is "could not test".
+	DiscoveryError string `json:"discoveryError,omitempty"`
 	// ProtocolVersion is the version the checker spoke.
 	ProtocolVersion string `json:"protocolVersion"`
 	// Results has one entry per case, in the order of the Case constants.
@@ -157,8 +167,11 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // verdict, expectation and observation, then the counts.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
-	server := "unknown server"
-	if r.Server != nil {
+	server := "server did not name itself"
+	switch {
+	case r.DiscoveryError != "":
+		server = "server/discover failed"
+	case r.Server != nil:
 		server = r.Server.Name + " " + r.Server.Version
 	}
 	fmt.Fprintf(&b, "elicit check %s  tool %s  (%s, protocol %s)\n\n", r.URL, r.Tool, escape(server), r.ProtocolVersion)
@@ -200,6 +213,121 @@ type Config struct {
 	// HTTPClient sends the MCP requests; nil means a new client. URL-mode
 	// links are fetched with a separate client that keeps no cookies.
 	HTTPClient *http.Client
+	// FetchLinks says which URL-mode links url-no-login may open; "" means
+	// FetchSafe.
+	FetchLinks LinkPolicy
+}
+
+// LinkPolicy says which URL-mode links the checker opens. A link comes
+// from the server under test, so opening it is a request the server
+// chose: it must not reach hosts the checker's machine can see but the
+// server should not make it visit (server-side request forgery).
+type LinkPolicy string
+
+// Link policies.
+const (
+	// FetchNever opens no link: url-no-login is "could not test".
+	FetchNever LinkPolicy = "never"
+	// FetchSafe opens a link on the endpoint's own origin, or an https
+	// link that passes url-safe whose host is not a loopback, private,
+	// link-local or unspecified address (checked on every connection, so
+	// a name resolving to one is refused too).
+	FetchSafe LinkPolicy = "safe"
+	// FetchAny opens any http(s) link (the behaviour before FetchSafe).
+	FetchAny LinkPolicy = "any"
+)
+
+// Redact replaces in s the tokens (as "<token>" and "<other-token>") and
+// the password of the URL's userinfo (as "xxxxx"), also in their
+// URL-escaped spellings. Values shorter than three characters are left:
+// replacing them would garble every word, and they guard nothing.
+func (cfg *Config) Redact(s string) string {
+	pw := ""
+	if u, err := url.Parse(cfg.URL); err == nil && u.User != nil {
+		pw, _ = u.User.Password()
+		if r := u.Redacted(); r != cfg.URL {
+			s = strings.ReplaceAll(s, cfg.URL, r)
+		}
+	}
+	for _, t := range []struct{ secret, as string }{{cfg.Token, "<token>"}, {cfg.OtherToken, "<other-token>"}, {pw, "xxxxx"}} {
+		if len(t.secret) < 3 {
+			continue
+		}
+		for _, v := range []string{t.secret, url.QueryEscape(t.secret), url.PathEscape(t.secret)} {
+			s = strings.ReplaceAll(s, v, t.as)
+		}
+	}
+	return s
+}
+
+// StartError is Run's error when the check could not start, before any
+// case ran: the server unreachable, the token refused, the endpoint not
+// an MCP server, the tool not listed. Message is redacted (Config.Redact).
+type StartError struct {
+	// Kind is one of the Kind constants.
+	Kind string
+	// Message says what happened, without the "check: " prefix.
+	Message string
+	// Err is the underlying error (not redacted), nil for KindNoTool.
+	Err error
+}
+
+// Kinds of StartError.
+const (
+	KindUnreachable  = "unreachable"   // no HTTP answer
+	KindTokenRefused = "token-refused" // HTTP 401 or 403
+	KindNotMCP       = "not-mcp"       // an answer that is not JSON-RPC
+	KindNoTool       = "no-such-tool"  // tools/list does not list the tool
+	KindListFailed   = "list-failed"   // tools/list answered an error
+	KindInterrupted  = "interrupted"   // the context was cancelled
+	KindTimedOut     = "timed-out"     // the context's deadline passed
+)
+
+func (e *StartError) Error() string { return "check: " + e.Message }
+
+// Unwrap returns Err.
+func (e *StartError) Unwrap() error { return e.Err }
+
+// startError classifies err, from the request named step, as a run that
+// cannot start; nil when err is something else (a JSON-RPC error or a
+// protocol error the cases will report).
+func (cfg *Config) startError(step string, err error) *StartError {
+	var (
+		conn   *mcpclient.ConnectionError
+		authE  *mcpclient.AuthError
+		notMCP *mcpclient.NotMCPError
+	)
+	se := &StartError{Err: err}
+	switch {
+	case errors.Is(err, context.Canceled):
+		se.Kind, se.Message = KindInterrupted, "interrupted during "+step
+	case errors.Is(err, context.DeadlineExceeded):
+		se.Kind, se.Message = KindTimedOut, "timed out during "+step
+	case errors.As(err, &conn):
+		se.Kind, se.Message = KindUnreachable, "cannot reach the MCP server at "+cfg.URL+": "+conn.Err.Error()
+	case errors.As(err, &authE):
+		se.Kind = KindTokenRefused
+		switch {
+		case cfg.Token == "" && authE.StatusCode == http.StatusUnauthorized:
+			se.Message = fmt.Sprintf("the server requires a token: HTTP %d on %s, and none was given", authE.StatusCode, step)
+		default:
+			se.Message = fmt.Sprintf("the server refused the token: HTTP %d on %s", authE.StatusCode, step)
+		}
+		if authE.WWWAuthenticate != "" {
+			se.Message += " (WWW-Authenticate: " + clipEscape(cfg.Redact(authE.WWWAuthenticate), 160) + ")"
+		}
+	case errors.As(err, &notMCP):
+		se.Kind = KindNotMCP
+		se.Message = fmt.Sprintf("not an MCP endpoint: HTTP %d", notMCP.StatusCode)
+		if notMCP.ContentType != "" {
+			se.Message += " " + clipEscape(notMCP.ContentType, 60)
+		}
+		se.Message += " on " + step + ": " + clipEscape(cfg.Redact(notMCP.Reason), 160)
+	default:
+		return nil
+	}
+	se.Message = cfg.Redact(se.Message)
+	return se
 }
 
 // escape clips s to n runes and writes control, format and other

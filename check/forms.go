@@ -2,13 +2,19 @@ package check
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/mcp-elicit/elicit/elicit"
 	"github.com/mcp-elicit/elicit/mcp"
@@ -177,11 +183,19 @@ func urlProblems(raw string, values []string) []string {
 // sessionCookie matches cookie names that carry a signed-in session.
 var sessionCookie = regexp.MustCompile(`(?i)sess|sid|auth|login|token|jwt|remember|user`)
 
-// loginPage matches a page that asks the browser to sign in.
-var loginPage = regexp.MustCompile(`(?i)type=["']?password|name=["']?(username|user|login|email)["'\s>]|sign[ -]?in|log[ -]?in`)
+// loginInput matches the input of a sign-in form: a password, or a field
+// named for a user name or e-mail address.
+var loginInput = regexp.MustCompile(`(?is)<input\b[^>]*\b(type\s*=\s*["']?password\b|name\s*=\s*["']?(username|user|user_name|login|email)["'\s/>])`)
 
-// successPage matches a page that says the interaction is done or signed in.
-var successPage = regexp.MustCompile(`(?i)signed in as|logged in as|successfully|is connected|you are connected|welcome back`)
+// formTag matches the opening of an HTML form.
+var formTag = regexp.MustCompile(`(?i)<form\b`)
+
+// loginPath matches the path of a sign-in or authorization endpoint.
+var loginPath = regexp.MustCompile(`(?i)(^|/)(login|log-in|signin|sign-in|sign_in|authorize|oauth2?/auth|auth)(/|$)`)
+
+// successPage matches a page that says the interaction is done or that
+// someone is signed in.
+var successPage = regexp.MustCompile(`(?i)signed in as|logged in as|successfully|is connected|you are connected|welcome back|now (linked|connected)|has been (linked|connected|authori[sz]ed)|you can (now )?close this (window|tab|page)`)
 
 func (c *checker) caseURLNoLogin(ctx context.Context) Result {
 	links := c.urls()
@@ -189,22 +203,91 @@ func (c *checker) caseURLNoLogin(ctx context.Context) Result {
 		return Result{Verdict: NotApplicable, Observed: "the tool asks nothing in URL mode"}
 	}
 	key := sortedKeys(links)[0]
-	res, err := fetchNoLogin(ctx, links[key])
+	link := links[key]
+	own := sameOrigin(link, c.cfg.URL)
+	switch {
+	case c.cfg.FetchLinks == FetchNever:
+		return Result{Verdict: CouldNotTest, Observed: "links are not opened (fetch-links never)"}
+	case c.cfg.FetchLinks == FetchSafe && !own && !c.safeLink(link):
+		return Result{Verdict: CouldNotTest, Observed: "the link of " + clipEscape(key, 40) + " is neither on the endpoint's origin nor an https link that passes url-safe, so it was not opened (fetch-links safe; --fetch-links any opens it)"}
+	}
+	res, err := fetchNoLogin(ctx, link, c.cfg.FetchLinks == FetchSafe && !own)
 	if err != nil {
 		return Result{Verdict: CouldNotTest, Observed: "fetching the link of " + clipEscape(key, 40) + ": " + clipEscape(c.redact(err.Error()), 160)}
 	}
-	obs := res.String()
-	switch {
-	case len(res.sessionCookies) > 0:
-		return Result{Verdict: Fail, Observed: obs + ": a session cookie was set without any login"}
-	case res.status == http.StatusUnauthorized || res.status == http.StatusForbidden:
-		return Result{Verdict: Pass, Observed: obs + ": refused without a login"}
-	case res.status == http.StatusOK && loginPage.MatchString(res.body):
-		return Result{Verdict: Pass, Observed: obs + ": a sign-in page"}
-	case res.status == http.StatusOK && successPage.MatchString(res.body):
-		return Result{Verdict: Fail, Observed: obs + ": a success or signed-in page without any login"}
+	v, why := judgeLinkPage(res, c.names())
+	return Result{Verdict: v, Observed: c.redact(res.String() + ": " + why)}
+}
+
+// safeLink reports whether a link on another origin than the endpoint may
+// be opened under FetchSafe: https, passing url-safe.
+func (c *checker) safeLink(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && u.Scheme == "https" && len(urlProblems(raw, append([]string{c.cfg.Token, c.cfg.OtherToken}, c.argValues()...))) == 0
+}
+
+// names returns what a page would show of the checker's users: the
+// tokens themselves (demo bearer tokens are user names) and, for a JWT,
+// its subject, name and e-mail claims (read, not verified).
+func (c *checker) names() []string {
+	var out []string
+	for _, tok := range []string{c.cfg.Token, c.cfg.OtherToken} {
+		if len(tok) >= 3 {
+			out = append(out, tok)
+		}
+		parts := strings.Split(tok, ".")
+		if len(parts) != 3 {
+			continue
+		}
+		b, err := base64.RawURLEncoding.DecodeString(parts[1])
+		if err != nil {
+			continue
+		}
+		var claims map[string]any
+		_ = json.Unmarshal(b, &claims)
+		for _, k := range []string{"sub", "name", "preferred_username", "email"} {
+			if v, ok := claims[k].(string); ok && len(v) >= 3 {
+				out = append(out, v)
+			}
+		}
 	}
-	return Result{Verdict: CouldNotTest, Observed: obs + ": neither a sign-in page nor a refusal; inspect it by hand"}
+	return out
+}
+
+// judgeLinkPage judges what opening a URL-mode link with no cookies gave.
+// Signed-in evidence is looked for first — a session cookie, a success
+// message, the user's name — since a signed-in page may well link to a
+// login page ("Not you? Switch account"); only a real sign-in form (a form
+// with a password or user-name input), a redirect to a sign-in or
+// authorization URL, or an HTTP 401 or 403 counts as asking for sign-in.
+func judgeLinkPage(f *fetched, names []string) (Verdict, string) {
+	ok := f.status >= 200 && f.status < 300
+	login := ok && formTag.MatchString(f.body) && loginInput.MatchString(f.body)
+	switch {
+	case len(f.sessionCookies) > 0:
+		return Fail, "a session cookie was set without any login"
+	case ok && successPage.MatchString(f.body):
+		return Fail, fmt.Sprintf("the page says %q without any login", clipEscape(successPage.FindString(f.body), 40))
+	case ok && !login && mentions(f.body, names):
+		return Fail, "the page names the user without any login"
+	case f.status == http.StatusUnauthorized || f.status == http.StatusForbidden:
+		return Pass, "refused without a login"
+	case login:
+		return Pass, "a sign-in form"
+	case f.loginRedirect != "":
+		return Pass, "a redirect to sign in (" + f.loginRedirect + ")"
+	}
+	return CouldNotTest, "neither a sign-in form, a redirect to sign in nor a refusal; inspect it by hand"
+}
+
+// mentions reports whether body has one of names as a word.
+func mentions(body string, names []string) bool {
+	for _, n := range names {
+		if regexp.MustCompile(`(?i)(^|[^\pL\pN_])` + regexp.QuoteMeta(n) + `($|[^\pL\pN_])`).MatchString(body) {
+			return true
+		}
+	}
+	return false
 }
 
 // fetched is what opening a link without cookies gave.
@@ -215,6 +298,9 @@ type fetched struct {
 	sessionCookies []string
 	otherCookies   []string
 	leftOrigin     string
+	// loginRedirect is the origin and path of the first redirect to a
+	// sign-in or authorization URL, on any origin.
+	loginRedirect string
 }
 
 func (f *fetched) String() string {
@@ -231,15 +317,44 @@ func (f *fetched) String() string {
 	return s
 }
 
+// errInternalAddress refuses a connection to a non-public address.
+var errInternalAddress = errors.New("an internal address (loopback, private, link-local or unspecified), not opened under fetch-links safe")
+
+// publicOnly is a net.Dialer Control that refuses non-public addresses;
+// it runs on every connection, after name resolution.
+func publicOnly(_, address string, _ syscall.RawConn) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return err
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return err
+	}
+	ip = ip.Unmap()
+	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast() {
+		return errInternalAddress
+	}
+	return nil
+}
+
 // fetchNoLogin GETs raw with no cookie jar, following at most 5 redirects
 // and only within raw's origin, and records every cookie set on the way.
-func fetchNoLogin(ctx context.Context, raw string) (*fetched, error) {
+// With public set, it connects only to public addresses (publicOnly).
+func fetchNoLogin(ctx context.Context, raw string, public bool) (*fetched, error) {
 	start, err := url.Parse(raw)
 	if err != nil || (start.Scheme != "http" && start.Scheme != "https") {
 		return nil, fmt.Errorf("not an http(s) URL")
 	}
 	f := &fetched{}
-	cl := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil // the link is opened directly, as a browser on this machine would
+	if public {
+		tr.DialContext = (&net.Dialer{Timeout: 30 * time.Second, Control: publicOnly}).DialContext
+	}
+	defer tr.CloseIdleConnections()
+	cl := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	next := start
 	for hop := 0; ; hop++ {
 		f.chain = append(f.chain, next.Path)
@@ -272,8 +387,11 @@ func fetchNoLogin(ctx context.Context, raw string) (*fetched, error) {
 		if err != nil {
 			return f, nil
 		}
+		if f.loginRedirect == "" && loginPath.MatchString(u.Path) {
+			f.loginRedirect = clipEscape(u.Scheme+"://"+u.Host+u.Path, 120)
+		}
 		if u.Scheme != start.Scheme || u.Host != start.Host {
-			f.leftOrigin = u.Scheme + "://" + u.Host
+			f.leftOrigin = clipEscape(u.Scheme+"://"+u.Host, 80)
 			return f, nil
 		}
 		next = u

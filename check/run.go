@@ -81,12 +81,22 @@ type checker struct {
 var ErrConfig = errors.New("check: bad configuration")
 
 // Run checks cfg.Tool on the server at cfg.URL and returns the report.
-// An error means no report could be made: a bad Config, the server
-// unreachable, or the tool not listed. A server that answers but does not
-// speak 2026-07-28 gets a report whose cases are all "could not test".
+// An error means no report could be made: a bad Config (ErrConfig), or a
+// *StartError — the server unreachable, the token refused (HTTP 401 or
+// 403 on discovery, tools/list or the first call), an answer that is not
+// MCP, the tool not listed. A server that answers JSON-RPC but does not
+// speak 2026-07-28 gets a report whose cases are all "could not test",
+// with Report.DiscoveryError set.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.URL == "" || cfg.Tool == "" {
 		return nil, fmt.Errorf("%w: a URL and a tool are needed", ErrConfig)
+	}
+	switch cfg.FetchLinks {
+	case "":
+		cfg.FetchLinks = FetchSafe
+	case FetchNever, FetchSafe, FetchAny:
+	default:
+		return nil, fmt.Errorf("%w: FetchLinks %q is not never, safe or any", ErrConfig, clipEscape(string(cfg.FetchLinks), 20))
 	}
 	args := json.RawMessage("{}")
 	if len(bytes.TrimSpace(cfg.Args)) > 0 {
@@ -110,17 +120,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep := &Report{URL: cfg.URL, Tool: cfg.Tool, ProtocolVersion: mcp.ProtocolVersion}
 	if _, err := c.a.Discover(ctx); err != nil {
-		var ce *mcpclient.ConnectionError
-		if errors.As(err, &ce) || ctx.Err() != nil {
-			return nil, fmt.Errorf("check: %w", err)
+		if se := c.cfg.startError(mcp.MethodDiscover, err); se != nil {
+			return nil, se
 		}
-		c.allCases(rep, CouldNotTest, "server/discover failed, so the server does not speak MCP "+mcp.ProtocolVersion+" here: "+clipEscape(err.Error(), 200))
+		rep.DiscoveryError = clipEscape(c.redact(strings.TrimPrefix(err.Error(), "mcpclient: ")), 200)
+		c.allCases(rep, CouldNotTest, "server/discover failed, so the server does not speak MCP "+mcp.ProtocolVersion+" here: "+rep.DiscoveryError)
 		return c.finish(rep), nil
 	}
 	rep.Server = c.a.Server()
 	tools, err := c.a.ListTools(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("check: tools/list: %w", err)
+		if se := c.cfg.startError(mcp.MethodToolsList, err); se != nil {
+			return nil, se
+		}
+		return nil, &StartError{Kind: KindListFailed, Err: err,
+			Message: "tools/list failed: " + clipEscape(c.redact(strings.TrimPrefix(err.Error(), "mcpclient: ")), 200)}
 	}
 	c.tools = tools
 	for _, t := range tools {
@@ -129,9 +143,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	if c.tool == nil {
-		return nil, fmt.Errorf("check: the server lists no tool %q", clipEscape(cfg.Tool, 80))
+		return nil, &StartError{Kind: KindNoTool, Message: fmt.Sprintf("the server lists no tool %q", clipEscape(c.redact(cfg.Tool), 80))}
 	}
 	c.first = c.start(ctx, c.a, c.args, &c.full)
+	if c.first.err != nil {
+		if se := c.cfg.startError("the first tools/call", c.first.err); se != nil {
+			return nil, se
+		}
+	}
 	switch {
 	case c.first.err != nil || c.first.rpc != nil:
 		c.allCases(rep, CouldNotTest, "the first call failed: "+c.first.String())
@@ -153,24 +172,27 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return c.finish(rep), nil
 }
 
-// finish redacts the tokens from every observation.
+// finish redacts the secrets (Config.Redact) from every string of the
+// report: the server's text is redacted where it is read (do), before it
+// is clipped, and this pass catches what the checker itself wrote.
 func (c *checker) finish(rep *Report) *Report {
+	rep.URL = c.redact(rep.URL)
+	rep.Tool = c.redact(rep.Tool)
+	if rep.Server != nil {
+		srv := *rep.Server
+		for _, f := range []*string{&srv.Name, &srv.Version, &srv.Title, &srv.Description, &srv.WebsiteURL} {
+			*f = c.redact(*f)
+		}
+		rep.Server = &srv
+	}
 	for i := range rep.Results {
 		rep.Results[i].Observed = c.redact(rep.Results[i].Observed)
 	}
 	return rep
 }
 
-// redact replaces the tokens in s. Tokens shorter than three characters
-// are left: replacing them would garble every word, and they guard nothing.
-func (c *checker) redact(s string) string {
-	for _, t := range []struct{ tok, as string }{{c.cfg.Token, "<token>"}, {c.cfg.OtherToken, "<other-token>"}} {
-		if len(t.tok) >= 3 {
-			s = strings.ReplaceAll(s, t.tok, t.as)
-		}
-	}
-	return s
-}
+// redact is Config.Redact.
+func (c *checker) redact(s string) string { return c.cfg.Redact(s) }
 
 func (c *checker) allCases(rep *Report, v Verdict, why string) {
 	for _, k := range cases {
@@ -180,7 +202,7 @@ func (c *checker) allCases(rep *Report, v Verdict, why string) {
 
 // start makes a first call of a new operation.
 func (c *checker) start(ctx context.Context, cl *mcpclient.Client, args json.RawMessage, caps *mcp.ClientCapabilities) *outcome {
-	return do(ctx, call{client: cl, tool: c.cfg.Tool, args: args, caps: caps})
+	return c.do(ctx, call{client: cl, tool: c.cfg.Tool, args: args, caps: caps})
 }
 
 // startAsk starts an operation that must ask; the string says why not.
@@ -194,7 +216,7 @@ func (c *checker) startAsk(ctx context.Context, args json.RawMessage) (*outcome,
 
 // retry sends the retry of op with the given answers and state.
 func (c *checker) retry(ctx context.Context, cl *mcpclient.Client, args json.RawMessage, responses map[string]json.RawMessage, state *string) *outcome {
-	return do(ctx, call{client: cl, tool: c.cfg.Tool, args: args, caps: &c.full, responses: responses, state: state})
+	return c.do(ctx, call{client: cl, tool: c.cfg.Tool, args: args, caps: &c.full, responses: responses, state: state})
 }
 
 // genuine is op's retry with the control answers and op's own state.
@@ -475,13 +497,47 @@ func (c *checker) casePlaintext(ctx context.Context) Result {
 		found = append(found, "was accepted after a modification (see the state cases above)")
 	}
 	if len(found) == 0 {
-		return Result{Verdict: Pass, Observed: fmt.Sprintf("the %d-character state decodes to no readable JSON or text and holds neither the token, the tool name nor an argument value", len(s))}
+		return c.sealedOnEvidence(ctx, s)
 	}
 	obs := "the state " + strings.Join(found, "; ")
 	if jsonDoc != nil {
 		obs += "; " + c.forge(ctx, jsonDoc)
 	}
 	return Result{Verdict: Fail, Observed: obs}
+}
+
+// minSealedBytes is the least a sealed state can decode to: an
+// authenticator (an HMAC or an AEAD tag) alone is 16 bytes.
+const minSealedBytes = 16
+
+// sealedOnEvidence judges a state that reads as nothing: sealed only if it
+// is long enough to carry an authenticator and differs between two
+// operations and between two users, as a state bound to its operation
+// must; otherwise it may be a constant or a bare handle, and the replay
+// cases say whether the server binds it.
+func (c *checker) sealedOnEvidence(ctx context.Context, s string) Result {
+	if n := decodedLen(s); n < minSealedBytes {
+		return Result{Verdict: CouldNotTest, Observed: fmt.Sprintf("the state %q is %d bytes decoded, too short to carry an authenticator (%d bytes at least): it is a constant or a handle, not a sealed state; whether the server binds it is for the replay cases",
+			clipEscape(c.redact(s), 40), n, minSealedBytes)}
+	}
+	op := c.start(ctx, c.a, c.args, &c.full)
+	switch {
+	case op.state == nil:
+		return Result{Verdict: CouldNotTest, Observed: "a second call, to compare its state with the first, sent none: " + op.String()}
+	case *op.state == s:
+		return Result{Verdict: CouldNotTest, Observed: fmt.Sprintf("two operations got the same %d-character state: it carries nothing of its operation, so nothing shows it sealed; whether the server binds it is for the replay cases", len(s))}
+	}
+	other := ""
+	if c.b != nil {
+		ob := c.start(ctx, c.b, c.args, &c.full)
+		switch {
+		case ob.state != nil && (*ob.state == s || *ob.state == *op.state):
+			return Result{Verdict: CouldNotTest, Observed: fmt.Sprintf("two users got the same %d-character state: it carries nothing of its user, so nothing shows it sealed; whether the server binds it is for replay-other-user", len(s))}
+		case ob.state != nil:
+			other = " and for another user"
+		}
+	}
+	return Result{Verdict: Pass, Observed: fmt.Sprintf("the %d-character state decodes to no readable JSON or text, holds neither the token, the tool name nor an argument value, is long enough for an authenticator and differs for another operation%s", len(s), other)}
 }
 
 // forge edits a readable JSON state — the token replaced by the other
@@ -658,7 +714,7 @@ func (c *checker) caseOtherTool(ctx context.Context) Result {
 		if required(t) != nil {
 			args = c.args
 		}
-		base := do(ctx, call{client: c.a, tool: t.Name, args: args, caps: &c.full})
+		base := c.do(ctx, call{client: c.a, tool: t.Name, args: args, caps: &c.full})
 		if base.err != nil || base.rpc != nil || base.isError {
 			notes = append(notes, clipEscape(t.Name, 40)+" without state: "+base.String())
 			continue
@@ -667,7 +723,7 @@ func (c *checker) caseOtherTool(ctx context.Context) Result {
 		if op == nil {
 			return Result{Verdict: CouldNotTest, Observed: why}
 		}
-		o := do(ctx, call{client: c.a, tool: t.Name, args: args, caps: &c.full, responses: answers(op, c.control), state: op.state})
+		o := c.do(ctx, call{client: c.a, tool: t.Name, args: args, caps: &c.full, responses: answers(op, c.control), state: op.state})
 		what := fmt.Sprintf("this tool's state and answers sent to %q (which, without them, answers %s)", clipEscape(t.Name, 40), base.String())
 		switch {
 		case o.err != nil:

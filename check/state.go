@@ -154,6 +154,21 @@ func decodings(s string) [][]byte {
 	return out
 }
 
+// decodedLen is the fewest bytes s decodes to as a whole (base64 in any
+// spelling, or hex), or its length when it decodes as neither.
+func decodedLen(s string) int {
+	n := len(s)
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(s); err == nil && s != "" {
+			n = min(n, len(b))
+		}
+	}
+	if b, err := hex.DecodeString(s); err == nil && s != "" {
+		n = min(n, len(b))
+	}
+	return n
+}
+
 // readable reports whether b is a JSON object or array, or mostly
 // printable text (at least 16 bytes, 90 % printable ASCII).
 func readable(b []byte) (string, bool) {

@@ -134,8 +134,35 @@ type call struct {
 	state     *string
 }
 
-// do sends c and reads the answer into an outcome.
-func do(ctx context.Context, c call) *outcome {
+// do sends cl and reads the answer into an outcome, with the secrets
+// redacted from the server's text before anything clips it (a clipped
+// token would no longer be found whole).
+func (c *checker) do(ctx context.Context, cl call) *outcome {
+	o := send(ctx, cl)
+	o.text = c.redact(o.text)
+	if o.rpc != nil {
+		rpc := *o.rpc
+		rpc.Message = c.redact(rpc.Message)
+		o.rpc = &rpc
+	}
+	if o.err != nil {
+		o.err = &redactedError{msg: c.redact(o.err.Error()), err: o.err}
+	}
+	return o
+}
+
+// redactedError is an error whose text had the secrets removed; Unwrap
+// keeps the original for errors.As.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// send sends c and reads the answer into an outcome.
+func send(ctx context.Context, c call) *outcome {
 	raw, err := c.client.SendRaw(ctx, &mcpclient.RawRequest{
 		Method: mcp.MethodToolsCall, Name: c.tool, Arguments: c.args,
 		InputResponses: c.responses, RequestState: c.state, Capabilities: c.caps,

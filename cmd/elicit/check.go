@@ -17,7 +17,8 @@ import (
 
 const checkUsage = `usage:
   elicit check --url URL --tool NAME [--args JSON] [--token A]
-               [--other-token B] [--other-tool NAME] [--json]
+               [--other-token B] [--other-tool NAME] [--fetch-links P]
+               [--json] [--timeout D]
 
 Calls the tool until it asks for input, then tries what an attacker or a
 careless client would: a missing mode, decline and cancel, a tampered or
@@ -35,18 +36,24 @@ could not test (with the reason).
   --other-tool NAME   the tool to replay the state against (default: one the
                       server marks read-only or non-destructive; no other
                       tool is ever called)
-  --json              print the report as JSON
-  --timeout D         give up after D (default 5m)
+  --fetch-links P     which URL-mode links to open for url-no-login: never,
+                      safe (default: on the endpoint's origin, or https links
+                      that pass url-safe and are not on an internal address),
+                      or any
+  --json              print the report as JSON; when there is no report, a
+                      JSON error object {"error":{"kind":K,"message":M}}
+  --timeout D         give up after D, more than 0 (default 5m)
 
 Exit status: 0 no case failed and at least one passed; 1 a case failed;
-2 usage error; 3 the check could not run (server unreachable, tool not
-listed) or tested nothing (every case not applicable or could not test).
+2 usage error; 3 the check could not run (server unreachable, token
+refused, not an MCP endpoint, tool not listed) or tested nothing (every
+case not applicable or could not test).
 `
 
 // runCheck is "elicit check"; it returns the exit status.
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg := check.Config{Token: os.Getenv("ELICIT_TOKEN"), OtherToken: os.Getenv("ELICIT_OTHER_TOKEN")}
-	var argsJSON string
+	var argsJSON, fetchLinks string
 	var asJSON bool
 	timeout := 5 * time.Minute
 	fs := flag.NewFlagSet("elicit check", flag.ContinueOnError)
@@ -58,6 +65,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&cfg.Token, "token", cfg.Token, "bearer token")
 	fs.StringVar(&cfg.OtherToken, "other-token", cfg.OtherToken, "a second user's bearer token")
 	fs.StringVar(&cfg.OtherTool, "other-tool", "", "tool to replay the state against")
+	fs.StringVar(&fetchLinks, "fetch-links", string(check.FetchSafe), "which URL-mode links to open: never, safe or any")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	fs.DurationVar(&timeout, "timeout", timeout, "overall time limit")
 	if err := fs.Parse(args); err != nil {
@@ -79,9 +87,17 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return usageErr("--tool is required")
 	case cfg.OtherToken != "" && cfg.OtherToken == cfg.Token:
 		return usageErr("--other-token must differ from --token")
+	case timeout <= 0:
+		return usageErr("--timeout must be more than 0, such as 5m")
+	}
+	switch p := check.LinkPolicy(fetchLinks); p {
+	case check.FetchNever, check.FetchSafe, check.FetchAny:
+		cfg.FetchLinks = p
+	default:
+		return usageErr("--fetch-links must be never, safe or any")
 	}
 	if u, err := url.Parse(cfg.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usageErr("--url %q is not an http(s) URL such as http://127.0.0.1:3000/mcp", cfg.URL)
+		return usageErr("--url %q is not an http(s) URL such as http://127.0.0.1:3000/mcp", cfg.Redact(cfg.URL))
 	}
 	if argsJSON != "" {
 		var m map[string]any
@@ -94,7 +110,11 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer cancel()
 	rep, err := check.Run(ctx, cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "elicit check: %s\n", explain(err, cfg.URL, cfg.Token != ""))
+		kind, msg := checkError(err, &cfg)
+		fmt.Fprintf(stderr, "elicit check: %s\n", msg)
+		if asJSON {
+			writeJSONError(stdout, kind, msg)
+		}
 		return exitFailed
 	}
 	if asJSON {
@@ -116,4 +136,35 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitFailed
 	}
 	return exitOK
+}
+
+// checkError returns the kind (a check.Kind constant, or "failed") and
+// the message of Run's error, with the tokens and the URL's password
+// redacted: a server may echo the Authorization header in its errors.
+func checkError(err error, cfg *check.Config) (kind, msg string) {
+	var se *check.StartError
+	switch {
+	case errors.As(err, &se) && se.Kind != check.KindUnreachable:
+		kind, msg = se.Kind, se.Message
+	case se != nil:
+		kind, msg = se.Kind, explain(err, cfg.Redact(cfg.URL), cfg.Token != "")
+	default:
+		kind, msg = "failed", explain(err, cfg.Redact(cfg.URL), cfg.Token != "")
+	}
+	return kind, cfg.Redact(msg)
+}
+
+// writeJSONError prints {"error":{"kind":K,"message":M}} on w, so a
+// --json consumer always gets one JSON document on stdout.
+func writeJSONError(w io.Writer, kind, msg string) {
+	var doc struct {
+		Error struct {
+			Kind    string `json:"kind"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	doc.Error.Kind, doc.Error.Message = kind, msg
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(doc)
 }

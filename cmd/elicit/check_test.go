@@ -3,7 +3,10 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -41,47 +44,67 @@ func startUnsafeServer(t *testing.T) string {
 	return endpoint
 }
 
-// TestCheckUnsafeServer proves the checker can fail: the deliberately
-// unsafe server fails exactly the cases of its four defects, and passes or
-// does not apply to the others. Exit status 1.
+// TestCheckUnsafeServer proves the checker can fail: each tool of the
+// deliberately unsafe server fails exactly the cases of its defects, and
+// passes or does not apply to the others. Exit status 1.
 func TestCheckUnsafeServer(t *testing.T) {
 	endpoint := startUnsafeServer(t)
-	code, out, errOut := elicit(t, "", "check", "--url", endpoint, "--tool", "setup_project",
-		"--args", `{"project":"demo"}`, "--token", "alice", "--other-token", "bob", "--json")
-	if code != exitToolError {
-		t.Fatalf("exit %d, want %d; stderr: %s", code, exitToolError, errOut)
-	}
-	var rep check.Report
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("--json output: %v\n%s", err, out)
-	}
-	want := map[string]check.Verdict{
-		check.CaseCapability:     check.Fail, // no capability check
-		check.CaseDecline:        check.Fail, // decline treated as accept
-		check.CaseStatePlaintext: check.Fail, // base64 JSON state
-		check.CaseFormSecret:     check.Fail, // api_key in a form
-		check.CaseStateSegments:  check.NotApplicable,
-		check.CaseURLSafe:        check.NotApplicable,
-		check.CaseURLNoLogin:     check.NotApplicable,
-		check.CaseURLUnfinished:  check.NotApplicable,
-	}
-	if len(rep.Results) != 21 {
-		t.Fatalf("%d results, want 21", len(rep.Results))
-	}
-	for _, r := range rep.Results {
-		w, ok := want[r.ID]
-		if !ok {
-			w = check.Pass
-		}
-		if r.Verdict != w {
-			t.Errorf("%s: %s, want %s; observed: %s", r.ID, r.Verdict, w, r.Observed)
-		}
-		if strings.Contains(r.Observed, "alice") || strings.Contains(r.Observed, "bob") {
-			t.Errorf("%s: a token in the report: %s", r.ID, r.Observed)
-		}
-	}
-	if p := rep.Result(check.CaseStatePlaintext); p != nil && !strings.Contains(p.Observed, "was ACCEPTED") {
-		t.Errorf("the edited (forged) state should have been shown accepted: %s", p.Observed)
+	for _, tc := range []struct {
+		tool   string
+		forged bool                     // an edited state is accepted
+		want   map[string]check.Verdict // the cases that do not pass
+	}{
+		{"setup_project", true, map[string]check.Verdict{
+			check.CaseCapability:     check.Fail, // no capability check
+			check.CaseDecline:        check.Fail, // decline treated as accept
+			check.CaseStatePlaintext: check.Fail, // base64 JSON state
+			check.CaseFormSecret:     check.Fail, // api_key in a form
+			check.CaseStateSegments:  check.NotApplicable,
+			check.CaseURLSafe:        check.NotApplicable,
+			check.CaseURLNoLogin:     check.NotApplicable,
+			check.CaseURLUnfinished:  check.NotApplicable,
+		}},
+		// Its flow id must be the user's own, so an edited state naming
+		// another user is refused, readable as it is.
+		{"link_account", false, map[string]check.Verdict{
+			check.CaseCapability:     check.Fail, // no capability check
+			check.CaseDecline:        check.Fail, // decline treated as accept: asked again without end
+			check.CaseStatePlaintext: check.Fail, // base64 JSON state
+			check.CaseURLNoLogin:     check.Fail, // the link signs in without a login
+			check.CaseStateSegments:  check.NotApplicable,
+			check.CaseFormInvalid:    check.NotApplicable,
+			check.CaseFormSecret:     check.NotApplicable,
+		}},
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			code, out, errOut := elicit(t, "", "check", "--url", endpoint, "--tool", tc.tool,
+				"--args", `{"project":"demo"}`, "--token", "alice", "--other-token", "bob", "--json")
+			if code != exitToolError {
+				t.Fatalf("exit %d, want %d; stderr: %s", code, exitToolError, errOut)
+			}
+			var rep check.Report
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatalf("--json output: %v\n%s", err, out)
+			}
+			if len(rep.Results) != 21 {
+				t.Fatalf("%d results, want 21", len(rep.Results))
+			}
+			for _, r := range rep.Results {
+				w, ok := tc.want[r.ID]
+				if !ok {
+					w = check.Pass
+				}
+				if r.Verdict != w {
+					t.Errorf("%s: %s, want %s; observed: %s", r.ID, r.Verdict, w, r.Observed)
+				}
+				if strings.Contains(r.Observed, "alice") || strings.Contains(r.Observed, "bob") {
+					t.Errorf("%s: a token in the report: %s", r.ID, r.Observed)
+				}
+			}
+			if p := rep.Result(check.CaseStatePlaintext); p != nil && tc.forged != strings.Contains(p.Observed, "was ACCEPTED") {
+				t.Errorf("the edited (forged) state accepted should be %v: %s", tc.forged, p.Observed)
+			}
+		})
 	}
 }
 
@@ -115,6 +138,9 @@ func TestCheckCommand(t *testing.T) {
 		{[]string{"check", "--url", "ftp://h/mcp", "--tool", "x"}, exitUsage, "not an http(s) URL"},
 		{[]string{"check", "--url", base + "/mcp", "--tool", "x", "--args", "[1]"}, exitUsage, "--args must be a JSON object"},
 		{[]string{"check", "--url", base + "/mcp", "--tool", "x", "--token", "a", "--other-token", "a"}, exitUsage, "must differ"},
+		{[]string{"check", "--url", base + "/mcp", "--tool", "x", "--timeout", "0"}, exitUsage, "--timeout must be more than 0"},
+		{[]string{"check", "--url", base + "/mcp", "--tool", "x", "--timeout", "-1s"}, exitUsage, "--timeout must be more than 0"},
+		{[]string{"check", "--url", base + "/mcp", "--tool", "x", "--fetch-links", "some"}, exitUsage, "--fetch-links must be never, safe or any"},
 		{[]string{"check", "--url", base + "/mcp", "--tool", "no_such_tool", "--token", "alice"}, exitFailed, "no tool"},
 		{[]string{"check", "--url", closed, "--tool", "x"}, exitFailed, ""},
 		// A tool that asks for nothing proves nothing: exit 3, not 0.
@@ -124,5 +150,116 @@ func TestCheckCommand(t *testing.T) {
 		if code != tc.code || !strings.Contains(errOut, tc.msg) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d with %q", tc.args, code, errOut, tc.code, tc.msg)
 		}
+	}
+}
+
+// answering starts a server that answers every request with status,
+// content type and body; body may use %s for the request's Authorization
+// header (a server that echoes it).
+func answering(t *testing.T, status int, ctype, body string) string {
+	t.Helper()
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", ctype)
+		w.WriteHeader(status)
+		if strings.Contains(body, "%s") {
+			fmt.Fprintf(w, body, r.Header.Get("Authorization"))
+			return
+		}
+		fmt.Fprint(w, body)
+	}))
+	t.Cleanup(hs.Close)
+	return hs.URL + "/mcp"
+}
+
+// TestCheckCannotStart: a refused token or a server that is not MCP is a
+// run that could not start: exit 3 with a message saying which, and with
+// --json a JSON error object on stdout.
+func TestCheckCannotStart(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		url   string
+		token []string
+		kind  string
+		says  string
+	}{
+		{"401 with a token", answering(t, 401, "text/plain", "no"), []string{"--token", "alice"}, check.KindTokenRefused, "the server refused the token: HTTP 401 on server/discover"},
+		{"401 without a token", answering(t, 401, "text/plain", "no"), nil, check.KindTokenRefused, "the server requires a token: HTTP 401 on server/discover"},
+		{"403", answering(t, 403, "text/plain", "no"), []string{"--token", "alice"}, check.KindTokenRefused, "HTTP 403"},
+		{"an HTML page", answering(t, 200, "text/html", "<html>hello</html>"), []string{"--token", "alice"}, check.KindNotMCP, "not an MCP endpoint: HTTP 200 text/html"},
+		{"404", answering(t, 404, "text/plain", "404 page not found"), []string{"--token", "alice"}, check.KindNotMCP, "not an MCP endpoint: HTTP 404"},
+		{"500", answering(t, 500, "text/plain", "oops"), []string{"--token", "alice"}, check.KindNotMCP, "not an MCP endpoint: HTTP 500"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"check", "--url", tc.url, "--tool", "t"}, tc.token...)
+			code, out, errOut := elicit(t, "", args...)
+			if code != exitFailed || !strings.Contains(errOut, tc.says) || out != "" {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit 3 saying %q", code, out, errOut, tc.says)
+			}
+			code, out, errOut = elicit(t, "", append(args, "--json")...)
+			var doc struct {
+				Error struct{ Kind, Message string }
+			}
+			if err := json.Unmarshal([]byte(out), &doc); err != nil || code != exitFailed || doc.Error.Kind != tc.kind ||
+				!strings.Contains(doc.Error.Message, tc.says) || !strings.Contains(errOut, tc.says) {
+				t.Errorf("--json: exit %d, stdout %q (%v), stderr %q; want kind %s", code, out, err, errOut, tc.kind)
+			}
+		})
+	}
+}
+
+// TestCheckRedactsSecrets: a server that echoes the Authorization header
+// in its errors, and a URL with a password, leak neither token nor
+// password on stdout or stderr, in text or JSON.
+func TestCheckRedactsSecrets(t *testing.T) {
+	const tok, pw = "SuperSecret99", "pw-secret-42"
+	echoRPC := `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"bad token %s"}}`
+	withPW := func(u string) string { return strings.Replace(u, "http://", "http://user:"+pw+"@", 1) }
+	// A server answering discovery but echoing on tools/list.
+	listEcho := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		w.Header().Set("Content-Type", "application/json")
+		if req.Method == "server/discover" {
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"private"}}`, req.ID)
+			return
+		}
+		w.WriteHeader(400)
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":"bad token %s"}}`, req.ID, r.Header.Get("Authorization"))
+	}))
+	t.Cleanup(listEcho.Close)
+	for _, tc := range []struct {
+		name string
+		url  string
+		code int
+		out  string // on stdout without --json
+	}{
+		{"tools/list echoes the token", withPW(listEcho.URL + "/mcp"), exitFailed, ""},
+		{"tools/list echoes the token, no password", listEcho.URL + "/mcp", exitFailed, ""},
+		{"discovery echoes the token", withPW(answering(t, 400, "application/json", echoRPC)), exitFailed, "(server/discover failed, protocol"},
+		{"a page echoes the token", withPW(answering(t, 200, "text/html", "<p>you sent %s</p>")), exitFailed, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, asJSON := range []bool{false, true} {
+				args := []string{"check", "--url", tc.url, "--tool", "t", "--token", tok}
+				if asJSON {
+					args = append(args, "--json")
+				}
+				code, out, errOut := elicit(t, "", args...)
+				if code != tc.code {
+					t.Errorf("json %v: exit %d, want %d; stderr %q", asJSON, code, tc.code, errOut)
+				}
+				for _, secret := range []string{tok, pw, tok[:6], pw[:6]} {
+					if strings.Contains(out+errOut, secret) {
+						t.Errorf("json %v: %q shown:\nstdout: %s\nstderr: %s", asJSON, secret, out, errOut)
+					}
+				}
+				if !asJSON && !strings.Contains(out, tc.out) {
+					t.Errorf("stdout %q lacks %q", out, tc.out)
+				}
+			}
+		})
 	}
 }

@@ -10,7 +10,11 @@
 //   - decline is treated as accept (the defaults are used);
 //   - no capability check: it asks in form mode whatever the client
 //     declared;
-//   - the form asks for an API key.
+//   - the form asks for an API key;
+//   - link_account's URL-mode link signs the browser in without a login:
+//     opening it, with no cookies, links the account and says "Welcome
+//     <user>, your deploy account is now linked" (with a "Not you?" link
+//     to /login, which must not pass for a sign-in page).
 //
 // What it does right: cancel ends the call, answers are validated and
 // asked again when wrong, missing answers are asked again, the state must
@@ -23,14 +27,18 @@ package main
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"html"
 	"log"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 )
 
 type request struct {
@@ -50,6 +58,19 @@ type state struct {
 	U string          `json:"u"`
 	T string          `json:"t"`
 	A json.RawMessage `json:"a"`
+	F string          `json:"f,omitempty"` // link_account's flow, checked to be the user's
+}
+
+// flows are link_account's pending links: flow id → user, and whether the
+// link was opened.
+var (
+	mu    sync.Mutex
+	flows = map[string]*flow{}
+)
+
+type flow struct {
+	user string
+	done bool
 }
 
 const schema = `{"type":"object","properties":{` +
@@ -61,6 +82,7 @@ const schema = `{"type":"object","properties":{` +
 
 var tools = `[` +
 	`{"name":"setup_project","description":"Configure a project (asks for settings in a form)","inputSchema":{"type":"object","properties":{"project":{"type":"string"}},"required":["project"]}},` +
+	`{"name":"link_account","description":"Link your deploy account to a project (asks you to open a page)","inputSchema":{"type":"object","properties":{"project":{"type":"string"}},"required":["project"]}},` +
 	`{"name":"project_status","description":"Show a project's status","annotations":{"readOnlyHint":true},"inputSchema":{"type":"object","properties":{"project":{"type":"string"}},"required":["project"]}}]`
 
 func main() {
@@ -72,6 +94,7 @@ func main() {
 	}
 	fmt.Printf("listening on http://%s/mcp\n", ln.Addr())
 	http.HandleFunc("POST /mcp", serve)
+	http.HandleFunc("GET /link", link)
 	log.Fatal(http.Serve(ln, nil))
 }
 
@@ -94,13 +117,13 @@ func serve(w http.ResponseWriter, r *http.Request) {
 	case "tools/list":
 		reply(w, req.ID, map[string]any{"resultType": "complete", "tools": json.RawMessage(tools), "ttlMs": 0, "cacheScope": "private"}, 0, "")
 	case "tools/call":
-		call(w, &req, user)
+		call(w, r, &req, user)
 	default:
 		reply(w, req.ID, nil, -32601, "method not found")
 	}
 }
 
-func call(w http.ResponseWriter, req *request, user string) {
+func call(w http.ResponseWriter, r *http.Request, req *request, user string) {
 	p := &req.Params
 	var args struct {
 		Project string `json:"project"`
@@ -118,6 +141,9 @@ func call(w http.ResponseWriter, req *request, user string) {
 	switch p.Name {
 	case "project_status":
 		reply(w, req.ID, text("Project "+args.Project+" is active.", false), 0, "")
+		return
+	case "link_account":
+		linkAccount(w, r, req, user, args.Project)
 		return
 	case "setup_project":
 	default:
@@ -218,4 +244,78 @@ func reply(w http.ResponseWriter, id json.RawMessage, result any, code int, msg 
 		m["result"] = result
 	}
 	_ = json.NewEncoder(w).Encode(m)
+}
+
+// linkAccount asks the user to open a link, and completes once the link
+// was opened.
+func linkAccount(w http.ResponseWriter, r *http.Request, req *request, user, project string) {
+	p := &req.Params
+	var st state
+	if p.RequestState != nil {
+		b, _ := base64.StdEncoding.DecodeString(*p.RequestState)
+		_ = json.Unmarshal(b, &st)
+		mu.Lock()
+		f := flows[st.F]
+		mu.Unlock()
+		if f == nil || f.user != user { // the flow must be the user's own
+			reply(w, req.ID, nil, -32602, "invalid requestState")
+			return
+		}
+	}
+	var ans struct {
+		Action string `json:"action"`
+	}
+	raw, answered := p.InputResponses["deploy"]
+	if p.RequestState != nil && answered && json.Unmarshal(raw, &ans) == nil {
+		switch ans.Action {
+		case "cancel":
+			reply(w, req.ID, text("Linking was cancelled; nothing changed.", true), 0, "")
+			return
+		case "accept", "decline": // the decline defect again: taken as accept
+			mu.Lock()
+			f := flows[st.F]
+			done := f != nil && f.done && f.user == user
+			mu.Unlock()
+			if done {
+				reply(w, req.ID, text("Deploy account linked to project "+project+".", false), 0, "")
+				return
+			}
+		}
+	}
+	id := st.F
+	if id == "" {
+		b := make([]byte, 8)
+		_, _ = rand.Read(b)
+		// "l" + 16 hex digits: the state's JSON is then never a multiple
+		// of 3 bytes long, so its base64 always has padding (a fixed
+		// spelling, whatever the id).
+		id = "l" + hex.EncodeToString(b)
+		mu.Lock()
+		flows[id] = &flow{user: user}
+		mu.Unlock()
+	}
+	sb, _ := json.Marshal(state{U: user, T: p.Name, A: compact(p.Arguments), F: id})
+	reply(w, req.ID, map[string]any{
+		"resultType": "input_required",
+		"inputRequests": map[string]any{"deploy": map[string]any{"method": "elicitation/create", "params": map[string]any{
+			"mode": "url", "message": "Link your deploy account", "url": "http://" + r.Host + "/link?flow=" + id}}},
+		"requestState": base64.StdEncoding.EncodeToString(sb),
+	}, 0, "")
+}
+
+// link is the defect: whoever opens the link, with no cookies and no
+// login, links the flow's user's account and is greeted as that user.
+func link(w http.ResponseWriter, r *http.Request) {
+	mu.Lock()
+	f := flows[r.URL.Query().Get("flow")]
+	if f != nil {
+		f.done = true
+	}
+	mu.Unlock()
+	if f == nil {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	fmt.Fprintf(w, `<!doctype html><title>Linked</title><p>Welcome %s, your deploy account is now linked. <a href="/login">Not you? Switch account</a></p>`, html.EscapeString(f.user))
 }

@@ -1,0 +1,308 @@
+package check
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// fake is a small 2026-07-28 server for one tool "t": its first call asks
+// (ask, or a form), a retry with a state it issued completes, and one
+// with any other state is refused. hook, when set, answers a request
+// first (returning true when it did).
+type fake struct {
+	// state is the requestState of the n-th first call (from 0) of user.
+	state  func(user string, n int) string
+	ask    string
+	hook   func(w http.ResponseWriter, r *http.Request, method string, id json.RawMessage) bool
+	calls  atomic.Int32
+	issued sync.Map
+}
+
+func (f *fake) start(t *testing.T) string {
+	t.Helper()
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				RequestState *string `json:"requestState"`
+			} `json:"params"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		if f.hook != nil && f.hook(w, r, req.Method, req.ID) {
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		user := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		var result string
+		switch {
+		case req.Method == "server/discover":
+			result = `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"private"}`
+		case req.Method == "tools/list":
+			result = `{"resultType":"complete","tools":[{"name":"t","inputSchema":{"type":"object"}}],"ttlMs":0,"cacheScope":"private"}`
+		case req.Params.RequestState == nil:
+			ask := f.ask
+			if ask == "" {
+				ask = `{"q":{"method":"elicitation/create","params":{"message":"Pick","requestedSchema":{"type":"object","properties":{"n":{"type":"integer"}}}}}}`
+			}
+			st := "AQJrMSBk6XtB1WdmdKiZ_8Cht9hXI6JERi4TMLPwzpGk"
+			if f.state != nil {
+				st = f.state(user, int(f.calls.Add(1)-1))
+			}
+			f.issued.Store(st, true)
+			result = fmt.Sprintf(`{"resultType":"input_required","requestState":%q,"inputRequests":%s}`, st, ask)
+		case !f.known(*req.Params.RequestState):
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"invalid requestState"}}`, req.ID)
+			return
+		default:
+			result = `{"resultType":"complete","content":[{"type":"text","text":"done"}]}`
+		}
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, result)
+	}))
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
+
+func (f *fake) known(st string) bool { _, ok := f.issued.Load(st); return ok }
+
+// TestStatePlaintextOnEvidence: a state passes as sealed only when it is
+// long enough for an authenticator and differs between operations and
+// users; a short or constant one is "could not test", with the reason.
+func TestStatePlaintextOnEvidence(t *testing.T) {
+	const sealed = "AQJrMSBk6XtB1WdmdKiZ_8Cht9hXI6JERi4TMLPwzpGk"
+	for _, tc := range []struct {
+		name  string
+		state func(user string, n int) string
+		want  Verdict
+		says  string
+	}{
+		{"one-character constant", func(string, int) string { return "x" }, CouldNotTest, "too short to carry an authenticator"},
+		{"15 bytes of base64", func(string, int) string { return "AQJrMSBk6XtB1WdmdKiZ" }, CouldNotTest, "15 bytes decoded"},
+		{"a long constant", func(string, int) string { return sealed }, CouldNotTest, "two operations got the same"},
+		{"per user, constant per user", func(u string, _ int) string { return sealed[:40] + u[:1] + "AAA" }, CouldNotTest, "two operations got the same"},
+		// bob's only first call comes right after alice's last, and gets
+		// the same state.
+		{"the same for every user", func(u string, n int) string {
+			if u == "bob" {
+				n--
+			}
+			return sealed[:40] + fmt.Sprintf("%04d", n)
+		}, CouldNotTest, "two users got the same"},
+		{"fresh per operation", func(_ string, n int) string { return sealed[:40] + fmt.Sprintf("%04d", n) }, Pass, "differs for another operation and for another user"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fake{state: tc.state}
+			rep, err := Run(context.Background(), Config{URL: f.start(t), Tool: "t", Token: "alice", OtherToken: "bob"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rep.Result(CaseStatePlaintext)
+			if r.Verdict != tc.want || !strings.Contains(r.Observed, tc.says) {
+				t.Errorf("%s %q; want %s saying %q", r.Verdict, r.Observed, tc.want, tc.says)
+			}
+		})
+	}
+}
+
+// TestJudgeLinkPage: signed-in evidence is looked for before sign-in
+// evidence, and only a real sign-in form or a redirect to a sign-in URL
+// counts as asking to sign in.
+func TestJudgeLinkPage(t *testing.T) {
+	loginForm := `<h1>Sign in</h1><form method="post" action="/ui/login"><input type="text" id="username" name="username" required><input type="hidden" name="csrf" value="x"><button>Sign in</button></form>`
+	for _, tc := range []struct {
+		name string
+		f    fetched
+		want Verdict
+	}{
+		{"signed-in page linking to login", fetched{status: 200, body: `Welcome alice, your deploy account is now linked. <a href="/login">Not you? Switch account</a>`}, Fail},
+		{"the user named, a login link", fetched{status: 200, body: `<p>Account of alice.</p><a href="/login">Log in as someone else</a>`}, Fail},
+		{"success words", fetched{status: 200, body: `<p>You can close this window.</p>`}, Fail},
+		{"a session cookie", fetched{status: 302, sessionCookies: []string{"session"}}, Fail},
+		{"a sign-in form", fetched{status: 200, body: loginForm}, Pass},
+		{"a password form", fetched{status: 200, body: `<form><input name=pw type=password></form>`}, Pass},
+		{"a sign-in form naming the user", fetched{status: 200, body: `Continue as alice? ` + loginForm}, Pass},
+		{"a redirect to the issuer", fetched{status: 302, leftOrigin: "https://idp.example", loginRedirect: "https://idp.example/authorize"}, Pass},
+		{"refused", fetched{status: 401}, Pass},
+		{"only the word login", fetched{status: 200, body: `<a href="/login">Log in</a> to see more`}, CouldNotTest},
+		{"a redirect elsewhere", fetched{status: 302, leftOrigin: "https://cdn.example"}, CouldNotTest},
+		{"a name inside a word", fetched{status: 200, body: `<p>Malice aforethought.</p>`}, CouldNotTest},
+	} {
+		if v, why := judgeLinkPage(&tc.f, []string{"alice", "bob"}); v != tc.want {
+			t.Errorf("%s: %s (%s), want %s", tc.name, v, why, tc.want)
+		}
+	}
+}
+
+// linkServer is a fake whose tool asks in URL mode for link.
+func linkServer(t *testing.T, link string) string {
+	return (&fake{ask: fmt.Sprintf(`{"l":{"method":"elicitation/create","params":{"mode":"url","message":"Open","url":%q}}}`, link)}).start(t)
+}
+
+// TestFetchLinksPolicy: under the default policy the checker opens no
+// link the server points at another loopback port or an internal https
+// host, and under "any" it does.
+func TestFetchLinksPolicy(t *testing.T) {
+	var hits atomic.Int32
+	page := func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprint(w, `<form><input type="password" name="p"></form>`)
+	}
+	internal := httptest.NewServer(http.HandlerFunc(page))
+	t.Cleanup(internal.Close)
+	internalTLS := httptest.NewTLSServer(http.HandlerFunc(page))
+	t.Cleanup(internalTLS.Close)
+	for _, tc := range []struct {
+		name   string
+		link   string
+		policy LinkPolicy
+		want   Verdict
+		says   string
+		hit    bool
+	}{
+		{"http on another origin, safe", internal.URL + "/ui", "", CouldNotTest, "was not opened", false},
+		{"https on loopback, safe", internalTLS.URL + "/ui", FetchSafe, CouldNotTest, "an internal address", false},
+		{"never", internal.URL + "/ui", FetchNever, CouldNotTest, "not opened", false},
+		{"http on another origin, any", internal.URL + "/ui", FetchAny, Pass, "a sign-in form", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hits.Store(0)
+			rep, err := Run(context.Background(), Config{URL: linkServer(t, tc.link), Tool: "t", Token: "alice", FetchLinks: tc.policy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rep.Result(CaseURLNoLogin)
+			if r.Verdict != tc.want || !strings.Contains(r.Observed, tc.says) {
+				t.Errorf("%s %q; want %s saying %q", r.Verdict, r.Observed, tc.want, tc.says)
+			}
+			if got := hits.Load() > 0; got != tc.hit {
+				t.Errorf("the link's server was reached: %v, want %v", got, tc.hit)
+			}
+		})
+	}
+}
+
+func TestPublicOnly(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		ok   bool
+	}{
+		{"93.184.215.14:443", true},
+		{"[2606:2800:21f:cb07:6820:80da:af6b:8b2c]:443", true},
+		{"127.0.0.1:443", false},
+		{"10.1.2.3:443", false},
+		{"192.168.0.1:80", false},
+		{"169.254.169.254:80", false},
+		{"0.0.0.0:80", false},
+		{"[::1]:443", false},
+		{"[::ffff:127.0.0.1]:443", false},
+		{"[fd00::1]:443", false},
+		{"[fe80::1]:443", false},
+	} {
+		if err := publicOnly("tcp", tc.addr, nil); (err == nil) != tc.ok {
+			t.Errorf("publicOnly(%s) = %v, want ok %v", tc.addr, err, tc.ok)
+		}
+	}
+}
+
+// TestStartErrors: a refused token or an answer that is not MCP stops
+// the run before any case, with a message that says which.
+func TestStartErrors(t *testing.T) {
+	status := func(method string, code int, ctype, body string) func(http.ResponseWriter, *http.Request, string, json.RawMessage) bool {
+		return func(w http.ResponseWriter, _ *http.Request, m string, _ json.RawMessage) bool {
+			if m != method {
+				return false
+			}
+			w.Header().Set("Content-Type", ctype)
+			w.WriteHeader(code)
+			fmt.Fprint(w, body)
+			return true
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		hook  func(http.ResponseWriter, *http.Request, string, json.RawMessage) bool
+		token string
+		kind  string
+		says  string
+	}{
+		{"401 on discovery", status("server/discover", 401, "text/plain", "no"), "alice", KindTokenRefused, "the server refused the token: HTTP 401 on server/discover"},
+		{"401 without a token", status("server/discover", 401, "text/plain", "no"), "", KindTokenRefused, "the server requires a token: HTTP 401 on server/discover"},
+		{"403 on tools/list", status("tools/list", 403, "text/plain", "no"), "alice", KindTokenRefused, "HTTP 403 on tools/list"},
+		{"401 on the first call", status("tools/call", 401, "text/plain", "no"), "alice", KindTokenRefused, "HTTP 401 on the first tools/call"},
+		{"an HTML page", status("server/discover", 200, "text/html", "<html>hi</html>"), "alice", KindNotMCP, "not an MCP endpoint: HTTP 200 text/html on server/discover"},
+		{"404", status("server/discover", 404, "text/plain", "404 page not found"), "alice", KindNotMCP, "not an MCP endpoint: HTTP 404"},
+		{"500 not JSON", status("server/discover", 500, "text/plain", "boom"), "alice", KindNotMCP, "not an MCP endpoint: HTTP 500"},
+		{"JSON that is not JSON-RPC", status("tools/list", 200, "application/json", `{"hello":1}`), "alice", KindNotMCP, "on tools/list"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := Run(context.Background(), Config{URL: (&fake{hook: tc.hook}).start(t), Tool: "t", Token: tc.token})
+			var se *StartError
+			if !errors.As(err, &se) || se.Kind != tc.kind || !strings.Contains(se.Message, tc.says) {
+				t.Fatalf("report %v, error %v; want a %s StartError saying %q", rep != nil, err, tc.kind, tc.says)
+			}
+		})
+	}
+}
+
+// TestRedaction: a server that echoes the Authorization header, and a URL
+// with a password, leak neither into errors nor reports — not even a
+// token cut in half where the text is clipped.
+func TestRedaction(t *testing.T) {
+	const tok, other, pw = "SuperSecret99", "OtherSecret77", "pw-secret-42"
+	echo := func(method string) func(http.ResponseWriter, *http.Request, string, json.RawMessage) bool {
+		return func(w http.ResponseWriter, r *http.Request, m string, id json.RawMessage) bool {
+			if m != method {
+				return false
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(400)
+			// The token lands across the 100-character clip of an RPC
+			// message in the report.
+			msg := strings.Repeat("x", 76) + " bad token " + r.Header.Get("Authorization")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":%q}}`, id, msg)
+			return true
+		}
+	}
+	leaks := func(t *testing.T, what, s string) {
+		t.Helper()
+		for _, secret := range []string{tok, other, pw, tok[:6], other[:6], pw[:6]} {
+			if strings.Contains(s, secret) {
+				t.Errorf("%s shows %q: %s", what, secret, s)
+			}
+		}
+	}
+	withPW := func(base string) string { return strings.Replace(base, "http://", "http://user:"+pw+"@", 1) }
+
+	_, err := Run(context.Background(), Config{URL: withPW((&fake{hook: echo("tools/list")}).start(t)), Tool: "t", Token: tok, OtherToken: other})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	leaks(t, "the tools/list error", err.Error())
+	if !strings.Contains(err.Error(), "bad token Bearer <token>") {
+		t.Errorf("the tools/list error does not show the redacted message: %v", err)
+	}
+
+	for _, method := range []string{"server/discover", "tools/call"} {
+		rep, err := Run(context.Background(), Config{URL: withPW((&fake{hook: echo(method)}).start(t)), Tool: "t", Token: tok, OtherToken: other})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text, js strings.Builder
+		_ = rep.WriteText(&text)
+		_ = rep.WriteJSON(&js)
+		leaks(t, method+" text report", text.String())
+		leaks(t, method+" JSON report", js.String())
+		if !strings.Contains(text.String(), "user:xxxxx@") {
+			t.Errorf("the header does not show the redacted URL:\n%s", text.String())
+		}
+	}
+}
