@@ -3,9 +3,11 @@ package check_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 
 	"github.com/mcp-elicit/elicit/auth"
@@ -71,4 +73,35 @@ func Example() {
 	// url-no-login             not applicable
 	// url-accept-unfinished    not applicable
 	// failed: false
+}
+
+// A server that echoes what it was sent cannot make the checker print the
+// tokens or the URL's password: every error and report goes through
+// Config.Redact.
+func ExampleConfig_Redact() {
+	cfg := check.Config{URL: "http://ci:hunter22@127.0.0.1:3000/mcp", Token: "alice-token", OtherToken: "bob-token"}
+	fmt.Println(cfg.Redact("tools/list: server error -32000: bad token Bearer alice-token (bob-token)"))
+	fmt.Println(cfg.Redact("cannot reach " + cfg.URL))
+	// Output:
+	// tools/list: server error -32000: bad token Bearer <token> (<other-token>)
+	// cannot reach http://ci:xxxxx@127.0.0.1:3000/mcp
+}
+
+// A server that refuses the token stops the check before any case runs:
+// Run returns a *StartError saying so, and no report.
+func ExampleStartError() {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+	}))
+	defer ts.Close()
+
+	_, err := check.Run(context.Background(), check.Config{URL: ts.URL, Tool: "greet", Token: "expired"})
+	var se *check.StartError
+	if errors.As(err, &se) {
+		fmt.Println(se.Kind)
+		fmt.Println(se.Message)
+	}
+	// Output:
+	// token-refused
+	// the server refused the token: HTTP 401 on server/discover
 }

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/mcp-elicit/elicit/check"
+	"github.com/mcp-elicit/elicit/internal/fakeidp"
 )
 
 // TestElicitCheck runs elicit check against elicitd: for connect_billing
@@ -47,5 +49,25 @@ func TestElicitCheck(t *testing.T) {
 				t.Errorf("%d results, failed %v", len(rep.Results), rep.Failed())
 			}
 		})
+	}
+}
+
+// TestElicitCheckJWT: under --auth jwt, opening connect_billing's link
+// with no cookies goes to elicitd's sign-in and on to the issuer: the
+// checker sees a redirect to sign in, so url-no-login passes.
+func TestElicitCheckJWT(t *testing.T) {
+	e, idp := newJWTEnv(t)
+	tok := func(sub string) string {
+		return idp.Sign(fakeidp.RS256, fakeidp.Claims{Subject: sub, Audience: []string{e.url + "/mcp"}})
+	}
+	rep, err := check.Run(context.Background(), check.Config{URL: e.url + "/mcp", Tool: "connect_billing", Token: tok("carol"), OtherToken: tok("dave")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rep.Result(check.CaseURLNoLogin); r.Verdict != check.Pass || !strings.Contains(r.Observed, "a redirect to sign in") {
+		t.Errorf("url-no-login: %s %q", r.Verdict, r.Observed)
+	}
+	if rep.Failed() {
+		t.Errorf("failed: %+v", rep.Summary)
 	}
 }
