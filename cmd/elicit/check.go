@@ -132,7 +132,11 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if !rep.Tested() {
 		// A gate must not go green on a run that proved nothing (a bad
 		// token, a tool that asked for no input).
-		fmt.Fprintln(stderr, "elicit check: nothing was tested: no case passed or failed (the reasons are in the report; a user for whom the tool asks nothing, such as one already connected?)")
+		why := "the reasons are in the report; a user for whom the tool asks nothing, such as one already connected?"
+		if rep.DiscoveryError != "" {
+			why = "server/discover failed: the server does not speak MCP 2026-07-28 here"
+		}
+		fmt.Fprintf(stderr, "elicit check: nothing was tested: no case passed or failed (%s)\n", why)
 		return exitFailed
 	}
 	return exitOK

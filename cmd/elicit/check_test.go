@@ -259,6 +259,9 @@ func TestCheckRedactsSecrets(t *testing.T) {
 				if !asJSON && !strings.Contains(out, tc.out) {
 					t.Errorf("stdout %q lacks %q", out, tc.out)
 				}
+				if tc.out != "" && !strings.Contains(errOut, "nothing was tested: no case passed or failed (server/discover failed") {
+					t.Errorf("stderr %q does not say discovery failed", errOut)
+				}
 			}
 		})
 	}
