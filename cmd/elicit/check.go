@@ -150,6 +150,9 @@ func checkError(err error, cfg *check.Config) (kind, msg string) {
 	switch {
 	case errors.As(err, &se) && se.Kind != check.KindUnreachable:
 		kind, msg = se.Kind, se.Message
+		if se.Kind == check.KindTokenRefused && cfg.Token == "" {
+			msg += "; pass --token or set ELICIT_TOKEN"
+		}
 	case se != nil:
 		kind, msg = se.Kind, explain(err, cfg.Redact(cfg.URL), cfg.Token != "")
 	default:

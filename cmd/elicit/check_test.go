@@ -175,6 +175,7 @@ func answering(t *testing.T, status int, ctype, body string) string {
 // run that could not start: exit 3 with a message saying which, and with
 // --json a JSON error object on stdout.
 func TestCheckCannotStart(t *testing.T) {
+	t.Setenv("ELICIT_TOKEN", "")
 	for _, tc := range []struct {
 		name  string
 		url   string
@@ -183,7 +184,7 @@ func TestCheckCannotStart(t *testing.T) {
 		says  string
 	}{
 		{"401 with a token", answering(t, 401, "text/plain", "no"), []string{"--token", "alice"}, check.KindTokenRefused, "the server refused the token: HTTP 401 on server/discover"},
-		{"401 without a token", answering(t, 401, "text/plain", "no"), nil, check.KindTokenRefused, "the server requires a token: HTTP 401 on server/discover"},
+		{"401 without a token", answering(t, 401, "text/plain", "no"), nil, check.KindTokenRefused, "the server requires a token: HTTP 401 on server/discover, and none was given; pass --token or set ELICIT_TOKEN"},
 		{"403", answering(t, 403, "text/plain", "no"), []string{"--token", "alice"}, check.KindTokenRefused, "HTTP 403"},
 		{"an HTML page", answering(t, 200, "text/html", "<html>hello</html>"), []string{"--token", "alice"}, check.KindNotMCP, "not an MCP endpoint: HTTP 200 text/html"},
 		{"404", answering(t, 404, "text/plain", "404 page not found"), []string{"--token", "alice"}, check.KindNotMCP, "not an MCP endpoint: HTTP 404"},
