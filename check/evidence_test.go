@@ -19,11 +19,13 @@ import (
 // first (returning true when it did).
 type fake struct {
 	// state is the requestState of the n-th first call (from 0) of user.
-	state  func(user string, n int) string
-	ask    string
-	hook   func(w http.ResponseWriter, r *http.Request, method string, id json.RawMessage) bool
-	calls  atomic.Int32
-	issued sync.Map
+	state func(user string, n int) string
+	ask   string
+	// refuseRetries refuses every retry, even with a state it issued.
+	refuseRetries bool
+	hook          func(w http.ResponseWriter, r *http.Request, method string, id json.RawMessage) bool
+	calls         atomic.Int32
+	issued        sync.Map
 }
 
 func (f *fake) start(t *testing.T) string {
@@ -59,7 +61,7 @@ func (f *fake) start(t *testing.T) string {
 			}
 			f.issued.Store(st, true)
 			result = fmt.Sprintf(`{"resultType":"input_required","requestState":%q,"inputRequests":%s}`, st, ask)
-		case !f.known(*req.Params.RequestState):
+		case f.refuseRetries || !f.known(*req.Params.RequestState):
 			w.WriteHeader(http.StatusBadRequest)
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"invalid requestState"}}`, req.ID)
 			return

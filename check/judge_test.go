@@ -2,10 +2,6 @@ package check
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -45,36 +41,7 @@ func TestAcceptedRefused(t *testing.T) {
 
 // refuser asks on the first call and refuses every retry: it gives no
 // evidence about its state handling, so no state case may pass.
-func refuser(t *testing.T) string {
-	t.Helper()
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params struct {
-				RequestState *string `json:"requestState"`
-			} `json:"params"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&req)
-		w.Header().Set("Content-Type", "application/json")
-		result := ""
-		switch {
-		case req.Method == "server/discover":
-			result = `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"private"}`
-		case req.Method == "tools/list":
-			result = `{"resultType":"complete","tools":[{"name":"t","inputSchema":{"type":"object"}}],"ttlMs":0,"cacheScope":"private"}`
-		case req.Params.RequestState == nil:
-			result = `{"resultType":"input_required","requestState":"AQJrMSBk6XtB1WdmdKiZ_8Cht9hXI6JERi4TMLPwzpGk","inputRequests":{"q":{"method":"elicitation/create","params":{"message":"Pick","requestedSchema":{"type":"object","properties":{"n":{"type":"integer","maximum":3}}}}}}}`
-		default:
-			w.WriteHeader(http.StatusBadRequest)
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"no"}}`, req.ID)
-			return
-		}
-		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, result)
-	}))
-	t.Cleanup(hs.Close)
-	return hs.URL
-}
+func refuser(t *testing.T) string { return (&fake{refuseRetries: true}).start(t) }
 
 func TestRefusingEverythingPassesNoStateCase(t *testing.T) {
 	rep, err := Run(context.Background(), Config{URL: refuser(t), Tool: "t", Token: "alice", OtherToken: "bob"})
