@@ -240,6 +240,9 @@ func FuzzStateDecoding(f *testing.F) {
 			_, _ = readable(d)
 		}
 		_ = decodedJSON(s)
+		if n := decodedLen(s); n < 0 || n > len(s) {
+			t.Fatalf("decodedLen(%q) = %d", s, n)
+		}
 		for _, tm := range append(append(bitFlips(s), truncations(s)...), append(reencodings(s), segmentSwaps(s)...)...) {
 			if tm.state == s {
 				t.Fatalf("%s: %q unchanged", tm.what, s)

@@ -137,6 +137,10 @@ func TestJudgeLinkPage(t *testing.T) {
 		{"only the word login", fetched{status: 200, body: `<a href="/login">Log in</a> to see more`}, CouldNotTest},
 		{"a redirect elsewhere", fetched{status: 302, leftOrigin: "https://cdn.example"}, CouldNotTest},
 		{"a name inside a word", fetched{status: 200, body: `<p>Malice aforethought.</p>`}, CouldNotTest},
+		{"the user named in capitals", fetched{status: 200, body: `<p>ALICE's settings</p>`}, Fail},
+		{"a name at the very end", fetched{status: 200, body: `account: bob`}, Fail},
+		{"signed out, sign in again", fetched{status: 200, body: `<p>You were successfully signed out.</p>` + loginForm}, Pass},
+		{"successfully connected", fetched{status: 200, body: `<p>Calendar successfully connected.</p>`}, Fail},
 	} {
 		if v, why := judgeLinkPage(&tc.f, []string{"alice", "bob"}); v != tc.want {
 			t.Errorf("%s: %s (%s), want %s", tc.name, v, why, tc.want)
@@ -307,4 +311,16 @@ func TestRedaction(t *testing.T) {
 			t.Errorf("the header does not show the redacted URL:\n%s", text.String())
 		}
 	}
+}
+
+func FuzzJudgeLinkPage(f *testing.F) {
+	f.Add(200, `<form><input type="password"></form>`, "alice")
+	f.Add(200, `Welcome alice, now linked. <a href="/login">x</a>`, "alice")
+	f.Add(302, ``, "(")
+	f.Fuzz(func(t *testing.T, status int, body, name string) {
+		v, why := judgeLinkPage(&fetched{status: status, body: body}, []string{name})
+		if why == "" || (v != Pass && v != Fail && v != CouldNotTest) {
+			t.Fatalf("%q: %s %q", body, v, why)
+		}
+	})
 }

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/mcp-elicit/elicit/elicit"
 	"github.com/mcp-elicit/elicit/mcp"
@@ -195,7 +197,7 @@ var loginPath = regexp.MustCompile(`(?i)(^|/)(login|log-in|signin|sign-in|sign_i
 
 // successPage matches a page that says the interaction is done or that
 // someone is signed in.
-var successPage = regexp.MustCompile(`(?i)signed in as|logged in as|successfully|is connected|you are connected|welcome back|now (linked|connected)|has been (linked|connected|authori[sz]ed)|you can (now )?close this (window|tab|page)`)
+var successPage = regexp.MustCompile(`(?i)signed in as|logged in as|successfully (connected|linked|signed in|logged in|authori[sz]ed|completed|saved)|is connected|you are connected|welcome back|now (linked|connected)|has been (linked|connected|authori[sz]ed)|you can (now )?close this (window|tab|page)`)
 
 func (c *checker) caseURLNoLogin(ctx context.Context) Result {
 	links := c.urls()
@@ -280,15 +282,34 @@ func judgeLinkPage(f *fetched, names []string) (Verdict, string) {
 	return CouldNotTest, "neither a sign-in form, a redirect to sign in nor a refusal; inspect it by hand"
 }
 
-// mentions reports whether body has one of names as a word.
+// mentions reports whether body has one of names as a word (not inside
+// a longer word), ignoring case. Names are the user's input, so they are
+// searched for as text, never compiled.
 func mentions(body string, names []string) bool {
+	lb := strings.ToLower(body)
 	for _, n := range names {
-		if regexp.MustCompile(`(?i)(^|[^\pL\pN_])` + regexp.QuoteMeta(n) + `($|[^\pL\pN_])`).MatchString(body) {
-			return true
+		ln := strings.ToLower(n)
+		if ln == "" {
+			continue
+		}
+		for i := 0; i < len(lb); {
+			j := strings.Index(lb[i:], ln)
+			if j < 0 {
+				break
+			}
+			start, end := i+j, i+j+len(ln)
+			before, _ := utf8.DecodeLastRuneInString(lb[:start])
+			after, _ := utf8.DecodeRuneInString(lb[end:])
+			if !wordRune(before) && !wordRune(after) {
+				return true
+			}
+			i = start + 1
 		}
 	}
 	return false
 }
+
+func wordRune(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }
 
 // fetched is what opening a link without cookies gave.
 type fetched struct {
@@ -349,8 +370,9 @@ func fetchNoLogin(ctx context.Context, raw string, public bool) (*fetched, error
 	}
 	f := &fetched{}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.Proxy = nil // the link is opened directly, as a browser on this machine would
 	if public {
+		// Directly, not through a proxy, which the dial check could not see past.
+		tr.Proxy = nil
 		tr.DialContext = (&net.Dialer{Timeout: 30 * time.Second, Control: publicOnly}).DialContext
 	}
 	defer tr.CloseIdleConnections()
