@@ -6,11 +6,12 @@
 //
 //	elicit tools --url U [--token T] [--json]
 //	elicit call TOOL --url U [--arg k=v]... [--args JSON] [--token T] [--json] [--root PATH]... [--open] [--plain]
-//	elicit check --url U --tool NAME [--args JSON] [--token A] [--other-token B] [--other-tool NAME] [--json]
+//	elicit check --url U --tool NAME [--args JSON] [--token A] [--other-token B] [--other-tool NAME] [--fetch-links P] [--json] [--timeout D]
 //
 // check tests the server's elicitation safety (package check); its exit
-// status is 0 when no case failed, 1 when one did, 2 for usage errors and
-// 3 when the check could not run.
+// status is 0 when no case failed and one passed, 1 when one failed, 2 for
+// usage errors and 3 when the check could not start (unreachable, token
+// refused, not MCP, no such tool) or tested nothing.
 //
 // The final result's text content is printed (control and bidi characters
 // shown as escapes); --json prints the raw result instead, alone on stdout,
@@ -67,7 +68,8 @@ const usage = `usage:
   elicit call TOOL --url URL [--arg k=v]... [--args JSON] [--token T] [--json]
               [--root PATH]... [--open] [--plain]
   elicit check --url URL --tool NAME [--args JSON] [--token A]
-              [--other-token B] [--other-tool NAME] [--json]
+              [--other-token B] [--other-tool NAME] [--fetch-links P]
+              [--json] [--timeout D]
 
   --url URL     the server's MCP endpoint, e.g. http://127.0.0.1:3000/mcp
   --token T     bearer token (default $ELICIT_TOKEN)
