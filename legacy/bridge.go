@@ -25,6 +25,7 @@ type bridge struct {
 	srv  *mcpserver.Server
 	opts Options
 	log  *slog.Logger
+	reg  *registry
 	ids  atomic.Int64 // JSON-RPC ids of the internal requests (never on the wire)
 }
 
@@ -40,21 +41,37 @@ type call struct {
 
 // pendingURL is a URL-mode elicitation the user accepted.
 type pendingURL struct {
-	id, url string
-	polls   int
+	id, url, message string
+	polls            int
 }
 
 // serve runs c through the registered handler, answering input requests
 // over the session, and returns the complete result's JSON or the error to
 // send (a *sdkjsonrpc.Error for protocol errors).
-func (b *bridge) serve(ctx context.Context, c *call) (json.RawMessage, error) {
+func (b *bridge) serve(ctx context.Context, c *call) (_ json.RawMessage, err error) {
+	if s := sessionOf(ctx); s != nil {
+		// go-sdk never cancels a handler when its session closes (its close
+		// waits for handlers): the session's own context does.
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		defer context.AfterFunc(s.ctx, func() { cancel(context.Cause(s.ctx)) })()
+		defer func() {
+			if err != nil && s.ctx.Err() != nil {
+				err = &sdkjsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Session closed: " + context.Cause(s.ctx).Error()}
+			}
+		}()
+	}
 	caps := capabilitiesOf(c.ss)
 	var state *string
 	var responses map[string]json.RawMessage
 	accepted := map[string]pendingURL{} // URL keys accepted in the previous round
 	for round := 0; ; round++ {
 		if round >= b.opts.MaxRounds {
-			b.log.Warn("legacy: too many rounds", "method", c.method, "rounds", round)
+			b.log.Warn("legacy: too many rounds", "method", c.method, "rounds", round, "unfinished_pages", len(accepted))
+			if len(accepted) > 0 {
+				return nil, unfinishedPages(accepted)
+			}
 			return nil, &sdkjsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Too many rounds for one request"}
 		}
 		resp := b.invoke(ctx, c, caps, responses, state)
@@ -202,32 +219,36 @@ func (b *bridge) answer(ctx context.Context, c *call, reqs map[string]mcp.InputR
 					continue
 				}
 				id := newElicitationID()
-				action, raw, err := elicit(ctx, c.ss, &sdk.ElicitParams{Mode: mcp.ElicitationModeURL, Message: p.Message, URL: p.URL, ElicitationID: id})
+				raw, err := b.ask(ctx, r.Method, func(ctx context.Context) error {
+					_, err := c.ss.Elicit(ctx, &sdk.ElicitParams{Mode: mcp.ElicitationModeURL, Message: p.Message, URL: p.URL, ElicitationID: id})
+					return err
+				})
 				if err != nil {
-					return nil, nil, b.clientFailed(r.Method, err)
+					return nil, nil, err
 				}
-				if action == mcp.ActionAccept {
-					accepted[k] = pendingURL{id: id, url: p.URL}
+				if actionOf(raw) == mcp.ActionAccept {
+					accepted[k] = pendingURL{id: id, url: p.URL, message: p.Message}
 				}
 				out[k] = raw
 				continue
 			}
-			_, raw, err := elicit(ctx, c.ss, &sdk.ElicitParams{Mode: mcp.ElicitationModeForm, Message: p.Message, RequestedSchema: p.RequestedSchema})
-			if err != nil {
-				return nil, nil, b.clientFailed(r.Method, err)
+			if out[k], err = b.ask(ctx, r.Method, func(ctx context.Context) error {
+				_, err := c.ss.Elicit(ctx, &sdk.ElicitParams{Mode: mcp.ElicitationModeForm, Message: p.Message, RequestedSchema: p.RequestedSchema})
+				return err
+			}); err != nil {
+				return nil, nil, err
 			}
-			out[k] = raw
 		case mcp.MethodSamplingCreate:
 			var p sdk.CreateMessageParams
 			if err := json.Unmarshal(raw, &p); err != nil {
 				return nil, nil, err
 			}
-			if out[k], err = sent(ctx, func(ctx context.Context) error { _, err := c.ss.CreateMessage(ctx, &p); return err }); err != nil {
-				return nil, nil, b.clientFailed(r.Method, err)
+			if out[k], err = b.ask(ctx, r.Method, func(ctx context.Context) error { _, err := c.ss.CreateMessage(ctx, &p); return err }); err != nil {
+				return nil, nil, err
 			}
 		case mcp.MethodRootsList:
-			if out[k], err = sent(ctx, func(ctx context.Context) error { _, err := c.ss.ListRoots(ctx, &sdk.ListRootsParams{}); return err }); err != nil {
-				return nil, nil, b.clientFailed(r.Method, err)
+			if out[k], err = b.ask(ctx, r.Method, func(ctx context.Context) error { _, err := c.ss.ListRoots(ctx, &sdk.ListRootsParams{}); return err }); err != nil {
+				return nil, nil, err
 			}
 		default:
 			return nil, nil, fmt.Errorf("input request %q has unknown method %q", k, r.Method)
@@ -251,6 +272,61 @@ func (b *bridge) completeURLs(ctx context.Context, ss *sdk.ServerSession, accept
 		}
 		delete(accepted, k)
 	}
+}
+
+// ask sends one server-to-client request of method with send, within
+// Options.InputTimeout, and returns the client's result as it arrived. A
+// result that is not a valid one for method is refused here with -32602
+// worded for the 2025 client (the 2026 wording names inputResponses, which
+// this client never sent).
+func (b *bridge) ask(ctx context.Context, method string, send func(context.Context) error) (json.RawMessage, error) {
+	actx, cancel := context.WithTimeout(ctx, b.opts.InputTimeout)
+	defer cancel()
+	raw, err := sent(actx, send)
+	if err != nil {
+		if ctx.Err() == nil && actx.Err() != nil {
+			b.log.Warn("legacy: the client did not answer an input request in time", "method", method, "timeout", b.opts.InputTimeout)
+			return nil, &sdkjsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("The client did not answer %s within %v", method, b.opts.InputTimeout)}
+		}
+		return nil, b.clientFailed(method, err)
+	}
+	if !mcpserver.ValidInputResponse(method, raw) {
+		msg := "Invalid " + method + " result from the client"
+		if method == mcp.MethodElicitationCreate {
+			msg = `Invalid elicitation answer: the client's result for elicitation/create must have action "accept", "decline" or "cancel", and content an object only with "accept"`
+		}
+		return nil, &sdkjsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
+	}
+	return raw, nil
+}
+
+// unfinishedPages is the error of a request whose URL-mode pages the user
+// accepted but did not complete, prompt after prompt, until the round cap:
+// -32042 (URLElicitationRequiredError, 2025-11-25) with the pages, so the
+// client can show them and call again once they are completed.
+func unfinishedPages(accepted map[string]pendingURL) error {
+	keys := make([]string, 0, len(accepted))
+	for k := range accepted {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	pages := make([]*sdk.ElicitParams, 0, len(keys))
+	for _, k := range keys {
+		pu := accepted[k]
+		pages = append(pages, &sdk.ElicitParams{Mode: mcp.ElicitationModeURL, Message: pu.message, URL: pu.url, ElicitationID: pu.id})
+	}
+	e := sdk.URLElicitationRequiredError(pages).(*sdkjsonrpc.Error)
+	e.Message = "URL elicitation required: the user accepted but did not complete the page; complete it, then call again"
+	return e
+}
+
+// actionOf returns the action of an elicitation answer.
+func actionOf(raw json.RawMessage) string {
+	var a struct {
+		Action string `json:"action"`
+	}
+	_ = json.Unmarshal(raw, &a)
+	return a.Action
 }
 
 // clientFailed turns a failed server-to-client request into the error the

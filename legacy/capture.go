@@ -46,18 +46,3 @@ func sent(ctx context.Context, send func(context.Context) error) (json.RawMessag
 	}
 	return c.raw, nil
 }
-
-// elicit sends elicitation/create and returns the answer's action and JSON.
-func elicit(ctx context.Context, ss *sdk.ServerSession, p *sdk.ElicitParams) (action string, raw json.RawMessage, err error) {
-	raw, err = sent(ctx, func(ctx context.Context) error { _, err := ss.Elicit(ctx, p); return err })
-	if err != nil {
-		return "", nil, err
-	}
-	var a struct {
-		Action string `json:"action"`
-	}
-	if err := json.Unmarshal(raw, &a); err != nil {
-		return "", nil, err
-	}
-	return a.Action, raw, nil
-}

@@ -54,6 +54,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -64,8 +65,10 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-elicit/elicit/auth"
+	"github.com/mcp-elicit/elicit/jsonrpc"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
+	"github.com/mcp-elicit/elicit/reqstate"
 	"github.com/mcp-elicit/elicit/streamhttp"
 )
 
@@ -77,9 +80,27 @@ var Versions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
 type Options struct {
 	// Logger receives bridge failures; nil means slog.Default().
 	Logger *slog.Logger
-	// SessionTimeout closes a session that received no request for this
-	// long; 0 means 30 minutes.
+	// SessionTimeout closes a session that has had no request in progress
+	// for this long (an open GET stream does not count); 0 means 30
+	// minutes.
 	SessionTimeout time.Duration
+	// MaxSessions caps the open 2025 sessions of the Handler; 0 means
+	// 10000. An initialize beyond it gets HTTP 503 with Retry-After and a
+	// JSON-RPC error (-32603), unless the caller is at its own cap (below).
+	MaxSessions int
+	// MaxSessionsPerPrincipal caps the open sessions of one principal (all
+	// unauthenticated callers are one principal); 0 means 16. At the cap, a
+	// new initialize closes that principal's least recently used session
+	// with no request in progress (a client that lost its session id should
+	// not be locked out until the idle timeout); when all are busy it gets
+	// HTTP 429 with Retry-After and a JSON-RPC error (-32603).
+	MaxSessionsPerPrincipal int
+	// InputTimeout bounds each request the bridge sends to the client
+	// (elicitation/create, sampling/createMessage, roots/list): unanswered
+	// after this long, the 2025 request fails with -32603 "The client did
+	// not answer …". 0 means 10 minutes, reqstate.DefaultTTL, the time a
+	// 2026 client gets to answer the same question.
+	InputTimeout time.Duration
 	// MaxRounds caps the handler calls of one 2025 request (each input
 	// round and each poll is one); 0 means 32, the mcpserver default. The
 	// server's own cap (mcpserver.Options.MaxRounds) applies as well.
@@ -96,9 +117,11 @@ type Options struct {
 	StatePoll time.Duration
 }
 
-// Handler serves both eras on one endpoint. Build it with NewHandler.
+// Handler serves both eras on one endpoint. Build it with NewHandler; call
+// Close when the server shuts down.
 type Handler struct {
 	modern  *streamhttp.Handler
+	reg     *registry
 	sdk     http.Handler // go-sdk stateful handler, no user
 	withSub http.Handler // the same behind the bearer middleware (TokenInfo.UserID = subject)
 }
@@ -133,11 +156,24 @@ func NewHandler(srv *mcpserver.Server, modern *streamhttp.Handler, opts *Options
 	if o.StatePoll <= 0 {
 		o.StatePoll = 500 * time.Millisecond
 	}
-	b := &bridge{srv: srv, opts: o, log: o.Logger}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = 10000
+	}
+	if o.MaxSessionsPerPrincipal <= 0 {
+		o.MaxSessionsPerPrincipal = 16
+	}
+	if o.InputTimeout <= 0 {
+		o.InputTimeout = reqstate.DefaultTTL
+	}
+	reg := &registry{log: o.Logger, idle: o.SessionTimeout, max: o.MaxSessions, perUser: o.MaxSessionsPerPrincipal,
+		byID: map[string]*session{}, byUser: map[string][]*session{}}
+	b := &bridge{srv: srv, opts: o, log: o.Logger, reg: reg}
 	s := b.newSDKServer()
 	sh := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, &sdk.StreamableHTTPOptions{
-		Logger:         o.Logger,
-		SessionTimeout: o.SessionTimeout,
+		// go-sdk logs every session at INFO; here that is DEBUG.
+		Logger: quieter(o.Logger),
+		// No SessionTimeout: the registry closes idle sessions, after
+		// cancelling their bridge calls (go-sdk's close would wait for them).
 		// Host and Origin are checked by modern.Admit against the
 		// endpoint's allowed hosts, which may include a public name.
 		DisableLocalhostProtection: true,
@@ -152,7 +188,17 @@ func NewHandler(srv *mcpserver.Server, modern *streamhttp.Handler, opts *Options
 		}
 		return &sdkauth.TokenInfo{UserID: sub, Expiration: time.Now().Add(time.Hour)}, nil
 	}
-	return &Handler{modern: modern, sdk: sh, withSub: sdkauth.RequireBearerToken(verify, nil)(sh)}
+	return &Handler{modern: modern, reg: reg, sdk: sh, withSub: sdkauth.RequireBearerToken(verify, nil)(sh)}
+}
+
+// Close ends every 2025 session (their pending prompts and calls are
+// cancelled, their GET streams end) and refuses new ones (HTTP 503); it
+// returns when all are closed. Call it when the server begins shutting
+// down (http.Server.RegisterOnShutdown), so open streams do not hold the
+// shutdown until its timeout. The 2026 side is stateless and unaffected.
+func (h *Handler) Close() error {
+	h.reg.closeAll()
+	return nil
 }
 
 // ServeHTTP routes one request to the era it belongs to.
@@ -201,7 +247,7 @@ func (h *Handler) sniff(w http.ResponseWriter, r *http.Request) {
 	limit := h.modern.MaxBodyBytes()
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
-		http.Error(w, "Bad Request: could not read body", http.StatusBadRequest)
+		streamhttp.WriteError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeParseError, "Parse error: could not read body"))
 		return
 	}
 	if int64(len(body)) > limit {
@@ -214,7 +260,7 @@ func (h *Handler) sniff(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if isInitialize(body) {
-		h.toSDK(w, r, p)
+		h.initialize(w, r, p, body)
 		return
 	}
 	h.modern.ServeHTTP(w, r)
@@ -228,6 +274,28 @@ func isInitialize(body []byte) bool {
 	return json.Unmarshal(body, &m) == nil && m.Method == "initialize"
 }
 
+// retryAfter is the Retry-After of a refused initialize: sessions end
+// when their requests do, so a short wait may be enough.
+const retryAfter = 10 * time.Second
+
+// initialize opens a session: its params are checked (go-sdk would answer
+// a misfit with code 0 and Go type names), the caps applied, and the
+// session registered so the Handler can close it.
+func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, p auth.Principal, body []byte) {
+	id, jerr := checkInitialize(body)
+	if jerr != nil {
+		streamhttp.WriteError(w, http.StatusBadRequest, id, jerr)
+		return
+	}
+	s, refused := h.reg.open(p.ID())
+	if refused != nil {
+		refuse(w, id, refused, retryAfter)
+		return
+	}
+	defer h.reg.started(s)
+	h.toSDK(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, s)), p)
+}
+
 // serveLegacy applies the endpoint's Host/Origin check and
 // authentication, then hands the request to go-sdk.
 func (h *Handler) serveLegacy(w http.ResponseWriter, r *http.Request) {
@@ -235,7 +303,42 @@ func (h *Handler) serveLegacy(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// Unknown, or another principal's: go-sdk answers 404 or 403.
+	s := h.reg.lookup(r.Header.Get(sessionHeader), p.ID())
+	switch {
+	case s == nil:
+	case r.Method == http.MethodDelete:
+		// The session's calls are cancelled before go-sdk's close, which
+		// waits for them.
+		h.reg.end(s, errDeleted)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	case r.Method == http.MethodPost:
+		body, ok := h.readBody(w, r)
+		if !ok {
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(stripModernMeta(body)))
+		h.reg.begin(s)
+		defer h.reg.done(s)
+	}
 	h.toSDK(w, r, p)
+}
+
+// readBody reads a session POST's body within the endpoint's limit,
+// answering 413 (or 400) as a JSON-RPC error, as the 2026 handler does.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.modern.MaxBodyBytes()))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			streamhttp.WriteError(w, http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Request body too large"))
+		} else {
+			streamhttp.WriteError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeParseError, "Parse error: could not read body"))
+		}
+		return nil, false
+	}
+	return body, true
 }
 
 // subjectKey carries the subject Admit found to the bearer middleware's verifier.

@@ -19,7 +19,7 @@ import (
 func (b *bridge) newSDKServer() *sdk.Server {
 	info := b.srv.Info()
 	opts := &sdk.ServerOptions{
-		Logger:                    b.log,
+		Logger:                    quieter(b.log),
 		SupportedProtocolVersions: Versions,
 		// Our resources never change, so a subscription is accepted and
 		// never notified (2025-11-25 server/resources.mdx §Subscriptions).
@@ -34,6 +34,7 @@ func (b *bridge) newSDKServer() *sdk.Server {
 	opts.Instructions = disc.Instructions
 	s := sdk.NewServer(&sdk.Implementation{Name: info.Name, Title: info.Title, Version: info.Version}, opts)
 	s.AddSendingMiddleware(captureResults)
+	s.AddReceivingMiddleware(b.eraMiddleware)
 
 	mirror(b, mcp.MethodToolsList, "tools", func(t *sdk.Tool) { s.AddTool(t, b.callTool) })
 	mirror(b, mcp.MethodPromptsList, "prompts", func(p *sdk.Prompt) { s.AddPrompt(p, b.getPrompt) })

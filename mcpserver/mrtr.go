@@ -690,24 +690,47 @@ func decodePayload(b []byte) (map[string]issued, []byte, bool) {
 // under keys the server did not ask are ignored (MRTR-S-13), and so are null
 // entries. A well-formed form answer whose content does not fit the schema
 // is not refused here: the handler reads it as Invalid and asks again.
+// validResult reports whether raw is a valid result of an input request
+// of kind.
+func validResult(kind byte, raw json.RawMessage) bool {
+	switch kind {
+	case kindForm, kindURL:
+		return elicit.DecodeAnswer(raw, nil).Outcome != elicit.Invalid
+	case kindSampling:
+		var res mcp.CreateMessageResult
+		return jsonv2.Unmarshal(raw, &res) == nil && res.Role != "" && len(res.Content) > 0 && res.Model != ""
+	case kindRoots:
+		var res mcp.ListRootsResult
+		return jsonv2.Unmarshal(raw, &res) == nil && res.Roots != nil
+	}
+	return true
+}
+
+// ValidInputResponse reports whether raw is a valid result of an input
+// request of method (elicitation/create, sampling/createMessage,
+// roots/list): what the server checks of each inputResponses entry before
+// the handler runs (an invalid one is refused with -32602). A bridge that
+// sends the input request itself (package legacy) uses it to word the
+// refusal for its own client.
+func ValidInputResponse(method string, raw json.RawMessage) bool {
+	switch method {
+	case mcp.MethodElicitationCreate:
+		return validResult(kindForm, raw)
+	case mcp.MethodSamplingCreate:
+		return validResult(kindSampling, raw)
+	case mcp.MethodRootsList:
+		return validResult(kindRoots, raw)
+	}
+	return true
+}
+
 func checkResponses(issued map[string]issued, responses map[string]json.RawMessage) error {
 	for key, is := range issued {
 		raw, ok := responses[key]
 		if !ok || len(raw) == 0 || string(raw) == "null" {
 			continue
 		}
-		var bad bool
-		switch is.kind {
-		case kindForm, kindURL:
-			bad = elicit.DecodeAnswer(raw, nil).Outcome == elicit.Invalid
-		case kindSampling:
-			var res mcp.CreateMessageResult
-			bad = jsonv2.Unmarshal(raw, &res) != nil || res.Role == "" || len(res.Content) == 0 || res.Model == ""
-		case kindRoots:
-			var res mcp.ListRootsResult
-			bad = jsonv2.Unmarshal(raw, &res) != nil || res.Roots == nil
-		}
-		if bad {
+		if !validResult(is.kind, raw) {
 			return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: inputResponses[%q] is not a valid result of the request issued under that key", key)
 		}
 	}

@@ -421,6 +421,14 @@ func (hs hostSet) allowed(r *http.Request, nullOrigin bool) bool {
 	return true
 }
 
+// WriteError answers with HTTP status and a JSON-RPC error response for
+// id (the zero ID when the request's id is unknown), as this handler
+// answers its own refusals; package legacy uses it so both eras refuse
+// alike.
+func WriteError(w http.ResponseWriter, status int, id jsonrpc.ID, e *jsonrpc.Error) {
+	writeError(w, status, id, e)
+}
+
 func writeError(w http.ResponseWriter, status int, id jsonrpc.ID, e *jsonrpc.Error) {
 	writeJSON(w, status, &jsonrpc.Response{ID: id, Error: e})
 }

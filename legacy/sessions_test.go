@@ -1,0 +1,339 @@
+package legacy_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-elicit/elicit/auth"
+	"github.com/mcp-elicit/elicit/legacy"
+	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/mcpserver"
+	"github.com/mcp-elicit/elicit/streamhttp"
+)
+
+// rawServer is a legacy Handler on a loopback server, spoken to with raw
+// HTTP so a test can play a client that abandons its prompts.
+type rawServer struct {
+	h   *legacy.Handler
+	url string
+	c   *http.Client
+}
+
+func startRaw(t *testing.T, opts *legacy.Options) *rawServer {
+	t.Helper()
+	s := newServer(nil)
+	s.AddTool(&mcp.Tool{Name: "page"}, func(_ context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
+		return mcpserver.Ask().ElicitURL("page", "Open the page", "https://example.com/page"), nil
+	})
+	if opts == nil {
+		opts = &legacy.Options{}
+	}
+	opts.Logger = quiet
+	h := legacy.NewHandler(s, streamhttp.NewHandler(s, &streamhttp.Options{Auth: auth.DemoBearer{Realm: "t"}, Logger: quiet, MaxBodyBytes: 4096}), opts)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	// No keep-alive: connection goroutines end with their request, so the
+	// goroutine count can return to its baseline.
+	return &rawServer{h: h, url: srv.URL, c: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}}
+}
+
+// post sends one JSON-RPC message as user on session (none when "").
+func (rs *rawServer) post(t *testing.T, user, session, body string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, rs.url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+user)
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	}
+	resp, err := rs.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+const formCaps = `{"elicitation":{"form":{},"url":{}}}`
+
+// open initializes a 2025-11-25 session for user and returns its id.
+func (rs *rawServer) open(t *testing.T, user string) string {
+	t.Helper()
+	resp := rs.post(t, user, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":`+formCaps+`,"clientInfo":{"name":"t","version":"1"}}}`)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	id := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != 200 || id == "" {
+		t.Fatalf("initialize: HTTP %d, session %q", resp.StatusCode, id)
+	}
+	resp = rs.post(t, user, id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	resp.Body.Close()
+	return id
+}
+
+// message is one JSON-RPC message read from an SSE stream.
+type message struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	} `json:"error"`
+}
+
+// next returns the next JSON-RPC message of an SSE stream, or nil at its end.
+func next(t *testing.T, sc *bufio.Scanner) *message {
+	t.Helper()
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok || data == "" {
+			continue
+		}
+		m := &message{}
+		if err := json.Unmarshal([]byte(data), m); err != nil {
+			t.Fatalf("SSE data %q: %v", data, err)
+		}
+		return m
+	}
+	return nil
+}
+
+// ask calls tools/call name on session and reads up to the server's
+// first request (the prompt); the stream stays open for the caller.
+func (rs *rawServer) ask(t *testing.T, user, session, name string) (*http.Response, *bufio.Scanner, *message) {
+	t.Helper()
+	resp := rs.post(t, user, session, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"`+name+`","arguments":{}}}`)
+	sc := bufio.NewScanner(resp.Body)
+	m := next(t, sc)
+	if m == nil || m.Method != "elicitation/create" {
+		t.Fatalf("want elicitation/create first, got %+v", m)
+	}
+	return resp, sc, m
+}
+
+// waitGoroutines polls until at most want goroutines run, failing after
+// a deadline.
+func waitGoroutines(t *testing.T, want int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for n := runtime.NumGoroutine(); n > want; n = runtime.NumGoroutine() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines, want at most %d", n, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestAbandonedPromptsEnd: calls whose prompt the client abandoned end
+// with their idle session, and nothing is left running.
+func TestAbandonedPromptsEnd(t *testing.T) {
+	rs := startRaw(t, &legacy.Options{SessionTimeout: 50 * time.Millisecond})
+	base := runtime.NumGoroutine()
+	for i := 0; i < 20; i++ {
+		s := rs.open(t, "alice")
+		resp, _, _ := rs.ask(t, "alice", s, "ask_name")
+		resp.Body.Close() // the client goes away without answering
+	}
+	waitGoroutines(t, base+2)
+}
+
+// TestInputTimeout: an unanswered prompt ends its call with a clear error.
+func TestInputTimeout(t *testing.T) {
+	rs := startRaw(t, &legacy.Options{InputTimeout: 50 * time.Millisecond})
+	s := rs.open(t, "alice")
+	resp, sc, _ := rs.ask(t, "alice", s, "ask_name")
+	defer resp.Body.Close()
+	m := next(t, sc)
+	if m == nil || m.Error == nil || m.Error.Code != -32603 || m.Error.Message != "The client did not answer elicitation/create within 50ms" {
+		t.Fatalf("want -32603 not answered, got %+v", m)
+	}
+}
+
+// TestDeleteWithPendingPrompt: DELETE answers at once and ends the call
+// waiting on the prompt; the session is gone.
+func TestDeleteWithPendingPrompt(t *testing.T) {
+	rs := startRaw(t, nil)
+	s := rs.open(t, "alice")
+	resp, sc, _ := rs.ask(t, "alice", s, "ask_name")
+	defer resp.Body.Close()
+	for _, tc := range []struct {
+		user   string
+		status int
+	}{{"bob", http.StatusForbidden}, {"alice", http.StatusNoContent}, {"alice", http.StatusNotFound}} {
+		req, _ := http.NewRequest(http.MethodDelete, rs.url, nil)
+		req.Header.Set("Authorization", "Bearer "+tc.user)
+		req.Header.Set("Mcp-Session-Id", s)
+		dr, err := rs.c.Do(req)
+		if err != nil {
+			t.Fatalf("DELETE as %s: %v", tc.user, err)
+		}
+		dr.Body.Close()
+		if dr.StatusCode != tc.status {
+			t.Fatalf("DELETE as %s: HTTP %d, want %d", tc.user, dr.StatusCode, tc.status)
+		}
+	}
+	// The call's stream ends with its session (go-sdk may drop the
+	// call's error response on the closing session).
+	if m := next(t, sc); m != nil && (m.Error == nil || m.Error.Message != "Session closed: the client ended the session") {
+		t.Fatalf("pending call: got %+v", m)
+	}
+}
+
+// TestClose: Handler.Close ends calls waiting on prompts and open GET
+// streams, and refuses new sessions.
+func TestClose(t *testing.T) {
+	rs := startRaw(t, nil)
+	s := rs.open(t, "alice")
+	req, _ := http.NewRequest(http.MethodGet, rs.url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer alice")
+	req.Header.Set("Mcp-Session-Id", s)
+	get, err := (&http.Client{}).Do(req) // no timeout: the stream is open until Close
+	if err != nil || get.StatusCode != 200 {
+		t.Fatalf("GET: %v %v", err, get)
+	}
+	defer get.Body.Close()
+	resp, sc, _ := rs.ask(t, "alice", s, "ask_name")
+	defer resp.Body.Close()
+
+	if err := rs.h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m := next(t, sc); m != nil && (m.Error == nil || m.Error.Message != "Session closed: the server is shutting down") {
+		t.Fatalf("pending call: got %+v", m)
+	}
+	if _, err := io.Copy(io.Discard, get.Body); err != nil {
+		t.Logf("GET stream ended: %v", err)
+	}
+	r := rs.post(t, "alice", "", initBody)
+	body, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	if r.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), `"code":-32603`) {
+		t.Fatalf("initialize after Close: HTTP %d %s", r.StatusCode, body)
+	}
+}
+
+// TestSessionCaps: a principal at its cap replaces its least recently
+// used idle session, is refused with 429 when all are busy; the total
+// cap refuses with 503.
+func TestSessionCaps(t *testing.T) {
+	rs := startRaw(t, &legacy.Options{MaxSessionsPerPrincipal: 2, MaxSessions: 3})
+	a1 := rs.open(t, "alice")
+	a2 := rs.open(t, "alice")
+	rs.post(t, "alice", a1, `{"jsonrpc":"2.0","id":2,"method":"ping"}`).Body.Close() // a1 used last
+	a3 := rs.open(t, "alice")                                                        // replaces a2
+	status := func(user, s string) int {
+		r := rs.post(t, user, s, `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+		r.Body.Close()
+		return r.StatusCode
+	}
+	if a, b, c := status("alice", a1), status("alice", a2), status("alice", a3); a != 200 || b != 404 || c != 200 {
+		t.Fatalf("a1 %d a2 %d a3 %d, want 200 404 200", a, b, c)
+	}
+	for _, s := range []string{a1, a3} { // both busy
+		resp, _, _ := rs.ask(t, "alice", s, "ask_name")
+		defer resp.Body.Close()
+	}
+	rs.open(t, "bob") // the third session of the server
+	for _, tc := range []struct {
+		user   string
+		status int
+		msg    string
+	}{
+		{"alice", http.StatusTooManyRequests, "Too many sessions: this user has 2 sessions with requests in progress"},
+		{"carol", http.StatusServiceUnavailable, "Too many sessions on this server"},
+	} {
+		r := rs.post(t, tc.user, "", initBody)
+		body, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if r.StatusCode != tc.status || r.Header.Get("Retry-After") == "" || !strings.Contains(string(body), `"code":-32603`) || !strings.Contains(string(body), tc.msg) {
+			t.Fatalf("%s: HTTP %d Retry-After %q %s", tc.user, r.StatusCode, r.Header.Get("Retry-After"), body)
+		}
+	}
+}
+
+// TestWire2025: errors and results worded and shaped for a 2025 client.
+func TestWire2025(t *testing.T) {
+	rs := startRaw(t, &legacy.Options{MaxRounds: 4, URLPolls: -1})
+	s := rs.open(t, "alice")
+	read := func(r *http.Response) string {
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		return fmt.Sprintf("%d %s", r.StatusCode, b)
+	}
+	answer := func(m *message, result string) {
+		r := rs.post(t, "alice", s, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":`+result+`}`)
+		r.Body.Close()
+		if r.StatusCode != http.StatusAccepted {
+			t.Fatalf("answer: HTTP %d", r.StatusCode)
+		}
+	}
+
+	t.Run("invalid action", func(t *testing.T) {
+		resp, sc, m := rs.ask(t, "alice", s, "ask_name")
+		defer resp.Body.Close()
+		answer(m, `{"action":"yolo"}`)
+		if m := next(t, sc); m == nil || m.Error == nil || m.Error.Code != -32602 || !strings.HasPrefix(m.Error.Message, "Invalid elicitation answer: ") {
+			t.Fatalf("got %+v", m)
+		}
+	})
+	t.Run("page accepted, never completed", func(t *testing.T) {
+		resp, sc, m := rs.ask(t, "alice", s, "page")
+		defer resp.Body.Close()
+		for {
+			if m.Method == "elicitation/create" {
+				answer(m, `{"action":"accept"}`)
+			} else if m.ID != nil {
+				break
+			}
+			if m = next(t, sc); m == nil {
+				t.Fatal("stream ended")
+			}
+		}
+		if m.Error == nil || m.Error.Code != -32042 || !strings.Contains(m.Error.Message, "did not complete the page") || !strings.Contains(string(m.Error.Data), "https://example.com/page") {
+			t.Fatalf("got %+v", m.Error)
+		}
+	})
+	t.Run("2026 _meta on a 2025 session is ignored", func(t *testing.T) {
+		got := read(rs.post(t, "alice", s, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`))
+		if !strings.HasPrefix(got, "200 ") || !strings.Contains(got, "principal=alice") {
+			t.Fatalf("got %s", got)
+		}
+	})
+	t.Run("tools/list has no 2026 caching hints", func(t *testing.T) {
+		got := read(rs.post(t, "alice", s, `{"jsonrpc":"2.0","id":5,"method":"tools/list"}`))
+		if !strings.Contains(got, `"echo"`) || strings.Contains(got, "ttlMs") || strings.Contains(got, "cacheScope") {
+			t.Fatalf("got %s", got)
+		}
+	})
+	t.Run("body over the limit", func(t *testing.T) {
+		got := read(rs.post(t, "alice", s, `{"jsonrpc":"2.0","id":6,"method":"ping","params":{"_meta":{"x":"`+strings.Repeat("x", 5000)+`"}}}`))
+		if got != `413 {"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Request body too large"}}`+"\n" {
+			t.Fatalf("got %s", got)
+		}
+	})
+	for _, tc := range []struct{ params, want string }{
+		{`{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"url":"yes"}},"clientInfo":{"name":"t","version":"1"}}`, `Invalid params: capabilities.elicitation.url must be an object, not string`},
+		{`{"protocolVersion":"2025-11-25","capabilities":[],"clientInfo":{"name":"t","version":"1"}}`, `Invalid params: capabilities must be an object, not array`},
+	} {
+		t.Run("initialize "+tc.params, func(t *testing.T) {
+			got := read(rs.post(t, "alice", "", `{"jsonrpc":"2.0","id":9,"method":"initialize","params":`+tc.params+`}`))
+			want := `400 {"jsonrpc":"2.0","id":9,"error":{"code":-32602,"message":"` + tc.want + `"}}` + "\n"
+			if got != want {
+				t.Fatalf("got  %s\nwant %s", got, want)
+			}
+		})
+	}
+}
