@@ -200,6 +200,9 @@ func run(args []string, stdout, stderr io.Writer) (err error) {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
+	for _, f := range app.onShutdown {
+		srv.RegisterOnShutdown(f)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go app.sweepLoop(ctx, 5*time.Minute, logger)
@@ -227,8 +230,11 @@ func run(args []string, stdout, stderr io.Writer) (err error) {
 type app struct {
 	http.Handler
 	closers []func() error
-	keys    *stateKeys
-	sealer  *reqstate.Sealer
+	// onShutdown runs when the server begins shutting down (the 2025
+	// sessions' streams must end for the shutdown to finish).
+	onShutdown []func()
+	keys       *stateKeys
+	sealer     *reqstate.Sealer
 	// metricsHandler serves /metrics, readyz /readyz.
 	metricsHandler, readyz http.Handler
 	// sweep deletes expired flows and sessions; run calls it on a timer.
@@ -350,11 +356,13 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 		hosts = append(hosts, h)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", bothEras(srv, streamhttp.NewHandler(srv, &streamhttp.Options{
+	mcpHandler := bothEras(srv, streamhttp.NewHandler(srv, &streamhttp.Options{
 		Auth:         authn.mcp,
 		AllowedHosts: hosts,
 		Logger:       logger,
-	}), logger))
+	}), logger)
+	a.onShutdown = append(a.onShutdown, func() { _ = mcpHandler.Close() })
+	mux.Handle("/mcp", mcpHandler)
 	mux.Handle("/ui/", streamhttp.AllowHosts(hosts, flows.Handler()))
 	mux.Handle("/connect/", streamhttp.AllowHosts(hosts, flows.Handler()))
 	for pattern, h := range authn.routes {

@@ -43,7 +43,8 @@ func run(addr string, logger *slog.Logger) error {
 
 	mux := http.NewServeMux()
 	ms := newServer(logger)
-	mux.Handle(endpoint, legacy.NewHandler(ms, streamhttp.NewHandler(ms, &streamhttp.Options{Logger: logger}), &legacy.Options{Logger: logger}))
+	both := legacy.NewHandler(ms, streamhttp.NewHandler(ms, &streamhttp.Options{Logger: logger}), &legacy.Options{Logger: logger})
+	mux.Handle(endpoint, both)
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -55,6 +56,9 @@ func run(addr string, logger *slog.Logger) error {
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
+
+	// 2025 sessions (their GET streams) end first, or they hold the shutdown.
+	srv.RegisterOnShutdown(func() { _ = both.Close() })
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

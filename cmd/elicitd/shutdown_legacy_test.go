@@ -1,0 +1,99 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestSIGTERMWithLegacySession runs a real elicitd with a 2025-11-25
+// session that has an open GET stream and a tools/call waiting on its
+// elicitation: SIGTERM closes the session, so the shutdown finishes and
+// the process exits 0 (it would wait out --shutdown-timeout and exit 1).
+func TestSIGTERMWithLegacySession(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs an elicitd process; skipped in -short")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "elicitd")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	addr := freeLoopbackAddr(t)
+	stderr := &syncBuffer{}
+	cmd := exec.Command(bin, "--addr", addr, "--data", filepath.Join(dir, "data"), "--audit-log", "off", "--shutdown-timeout", "1m")
+	var environ []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ELICIT_") {
+			environ = append(environ, kv)
+		}
+	}
+	cmd.Env = environ
+	cmd.Stdout, cmd.Stderr = stderr, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	waitFor(t, "elicitd to listen", func() bool { return strings.Contains(stderr.String(), "elicitd listening") })
+
+	url := "http://" + addr + "/mcp"
+	do := func(method, session, body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(method, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer alice")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	init := do("POST", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{},"url":{}}},"clientInfo":{"name":"t","version":"1"}}}`)
+	init.Body.Close()
+	session := init.Header.Get("Mcp-Session-Id")
+	if session == "" {
+		t.Fatalf("initialize: HTTP %d, no session", init.StatusCode)
+	}
+	do("POST", session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`).Body.Close()
+	get := do("GET", session, "")
+	defer get.Body.Close()
+	if get.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream: HTTP %d", get.StatusCode)
+	}
+	call := do("POST", session, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"connect_billing","arguments":{}}}`)
+	defer call.Body.Close()
+	sc := bufio.NewScanner(call.Body)
+	for !strings.Contains(sc.Text(), `"method":"elicitation/create"`) {
+		if !sc.Scan() {
+			t.Fatalf("the call's stream ended before its prompt: %v", sc.Err())
+		}
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-exited; err != nil || cmd.ProcessState.ExitCode() != 0 {
+		t.Fatalf("elicitd exit: %v (code %d)\n%s", err, cmd.ProcessState.ExitCode(), stderr.String())
+	}
+	if log := stderr.String(); !strings.Contains(log, "shutting down") || strings.Contains(log, "did not finish") {
+		t.Fatalf("shutdown log:\n%s", log)
+	}
+	exited <- nil // for the cleanup
+}
