@@ -38,3 +38,23 @@ func ExampleNewHandler() {
 	fmt.Println(resp.StatusCode, resp.Header.Get("Mcp-Session-Id") != "")
 	// Output: 200 true
 }
+
+// Close ends the 2025 sessions when the server shuts down: register it
+// with http.Server.RegisterOnShutdown, so an open GET stream or a prompt
+// the client never answers does not hold Shutdown until its timeout.
+func ExampleHandler_Close() {
+	srv := mcpserver.New(mcp.Implementation{Name: "example", Version: "1"}, nil)
+	h := legacy.NewHandler(srv, streamhttp.NewHandler(srv, nil), &legacy.Options{MaxSessionsPerPrincipal: 4})
+	hs := &http.Server{Handler: h}
+	hs.RegisterOnShutdown(func() { _ = h.Close() })
+
+	_ = h.Close() // what Shutdown does first; afterwards initialize is refused
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("POST", "http://127.0.0.1/mcp", strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"old","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	h.ServeHTTP(rec, req)
+	fmt.Print(rec.Code, " ", rec.Body.String())
+	// Output: 503 {"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"Server shutting down: no new sessions"}}
+}

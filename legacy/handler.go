@@ -38,8 +38,25 @@
 //     data.requiredCapabilities), inside the session's response. -32021 lies
 //     in JSON-RPC's range for implementation-defined server errors, so a
 //     2025 client shows it as any error. -32042 (URLElicitationRequiredError)
-//     is not used: it would hand a URL to a client that declared it cannot
-//     open one, and the handler's gate refuses before any flow is made.
+//     is not used for it: it would hand a URL to a client that declared it
+//     cannot open one, and the handler's gate refuses before any flow is made;
+//   - -32042 is used when the user accepted a URL-mode elicitation again
+//     and again without finishing the page until the round cap: the error
+//     names the page, so the client can show it and call again;
+//   - an answer that is no valid result (an unknown action) ends the call
+//     with -32602 "Invalid elicitation answer", not the 2026 wording about
+//     inputResponses; each request to the client must be answered within
+//     Options.InputTimeout, else the call ends with -32603;
+//   - initialize params of the wrong shape get HTTP 400 with -32602 naming
+//     the field; a 2026 _meta protocolVersion on a session request is
+//     ignored (the negotiated version rules); list results carry no ttlMs
+//     or cacheScope (not in schema-2025-11-25).
+//
+// Sessions are the Handler's to end: DELETE, Options.SessionTimeout with
+// no request in progress, the caps (Options.MaxSessions,
+// Options.MaxSessionsPerPrincipal) and Close each cancel the session's
+// bridge calls first, because go-sdk's close waits for in-flight handlers
+// and a prompt the client never answers would hold it forever.
 //
 // Authentication, the Host/Origin check and the body limit are the
 // streamhttp handler's (Admit, MaxBodyBytes), applied before go-sdk sees
