@@ -229,9 +229,11 @@ const (
 	// FetchNever opens no link: url-no-login is "could not test".
 	FetchNever LinkPolicy = "never"
 	// FetchSafe opens a link on the endpoint's own origin, or an https
-	// link that passes url-safe whose host is not a loopback, private,
-	// link-local or unspecified address (checked on every connection, so
-	// a name resolving to one is refused too).
+	// link that passes url-safe whose host is not in a special-purpose
+	// block of the IANA registries (loopback, private, shared CGNAT,
+	// link-local, documentation, benchmarking, NAT64, 6to4 of one of
+	// these, multicast, reserved, …), checked on every connection, so a
+	// name resolving to one is refused too.
 	FetchSafe LinkPolicy = "safe"
 	// FetchAny opens any http(s) link (the behaviour before FetchSafe).
 	FetchAny LinkPolicy = "any"

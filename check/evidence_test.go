@@ -175,7 +175,7 @@ func TestFetchLinksPolicy(t *testing.T) {
 		hit    bool
 	}{
 		{"http on another origin, safe", internal.URL + "/ui", "", CouldNotTest, "was not opened", false},
-		{"https on loopback, safe", internalTLS.URL + "/ui", FetchSafe, CouldNotTest, "an internal address", false},
+		{"https on loopback, safe", internalTLS.URL + "/ui", FetchSafe, CouldNotTest, "special-purpose address", false},
 		{"never", internal.URL + "/ui", FetchNever, CouldNotTest, "not opened", false},
 		{"http on another origin, any", internal.URL + "/ui", FetchAny, Pass, "a sign-in form", true},
 	} {
@@ -196,6 +196,8 @@ func TestFetchLinksPolicy(t *testing.T) {
 	}
 }
 
+// TestPublicOnly: every special-purpose block is refused, from its first
+// to its last address, and the addresses just outside it are not.
 func TestPublicOnly(t *testing.T) {
 	for _, tc := range []struct {
 		addr string
@@ -203,15 +205,37 @@ func TestPublicOnly(t *testing.T) {
 	}{
 		{"93.184.215.14:443", true},
 		{"[2606:2800:21f:cb07:6820:80da:af6b:8b2c]:443", true},
-		{"127.0.0.1:443", false},
-		{"10.1.2.3:443", false},
-		{"192.168.0.1:80", false},
-		{"169.254.169.254:80", false},
-		{"0.0.0.0:80", false},
-		{"[::1]:443", false},
-		{"[::ffff:127.0.0.1]:443", false},
-		{"[fd00::1]:443", false},
-		{"[fe80::1]:443", false},
+		// IPv4: first, last, and the neighbours outside.
+		{"0.0.0.0:80", false}, {"0.255.255.255:80", false}, {"1.0.0.0:80", true},
+		{"9.255.255.255:80", true}, {"10.0.0.0:80", false}, {"10.255.255.255:80", false}, {"11.0.0.0:80", true},
+		{"100.63.255.255:80", true}, {"100.64.0.0:80", false}, {"100.100.100.200:80", false}, {"100.127.255.255:80", false}, {"100.128.0.0:80", true},
+		{"126.255.255.255:80", true}, {"127.0.0.0:80", false}, {"127.255.255.255:80", false}, {"128.0.0.0:80", true},
+		{"169.253.255.255:80", true}, {"169.254.0.0:80", false}, {"169.254.169.254:80", false}, {"169.254.255.255:80", false}, {"169.255.0.0:80", true},
+		{"172.15.255.255:80", true}, {"172.16.0.0:80", false}, {"172.31.255.255:80", false}, {"172.32.0.0:80", true},
+		{"191.255.255.255:80", true}, {"192.0.0.0:80", false}, {"192.0.0.255:80", false}, {"192.0.1.0:80", true},
+		{"192.0.2.0:80", false}, {"192.0.2.255:80", false}, {"192.0.3.0:80", true},
+		{"192.88.98.255:80", true}, {"192.88.99.0:80", false}, {"192.88.99.255:80", false}, {"192.88.100.0:80", true},
+		{"192.167.255.255:80", true}, {"192.168.0.0:80", false}, {"192.168.255.255:80", false}, {"192.169.0.0:80", true},
+		{"198.17.255.255:80", true}, {"198.18.0.0:80", false}, {"198.19.255.255:80", false}, {"198.20.0.0:80", true},
+		{"198.51.99.255:80", true}, {"198.51.100.0:80", false}, {"198.51.100.255:80", false}, {"198.51.101.0:80", true},
+		{"203.0.112.255:80", true}, {"203.0.113.0:80", false}, {"203.0.113.255:80", false}, {"203.0.114.0:80", true},
+		{"223.255.255.255:80", true}, {"224.0.0.0:80", false}, {"239.255.255.255:80", false},
+		{"240.0.0.0:80", false}, {"255.255.255.254:80", false}, {"255.255.255.255:80", false},
+		// IPv6.
+		{"[::]:443", false}, {"[::1]:443", false}, {"[::2]:443", false}, {"[::ffff:127.0.0.1]:443", false},
+		{"[::ffff:100.64.0.1]:443", false}, {"[::ffff:93.184.215.14]:443", true},
+		{"[64:ff9a:ffff:ffff:ffff:ffff:ffff:ffff]:443", true}, {"[64:ff9b::]:443", false}, {"[64:ff9b::a9fe:a9fe]:443", false},
+		{"[64:ff9b::ffff:ffff]:443", false}, {"[64:ff9b::1:0:0]:443", true},
+		{"[64:ff9b:1::]:443", false}, {"[64:ff9b:1:ffff:ffff:ffff:ffff:ffff]:443", false}, {"[64:ff9b:2::]:443", true},
+		{"[ff:ffff:ffff:ffff:ffff:ffff:ffff:ffff]:443", true}, {"[100::]:443", false}, {"[100::ffff:ffff:ffff:ffff]:443", false}, {"[100:0:0:1::]:443", true},
+		{"[2000:ffff:ffff:ffff:ffff:ffff:ffff:ffff]:443", true}, {"[2001::]:443", false}, {"[2001:1ff:ffff:ffff:ffff:ffff:ffff:ffff]:443", false}, {"[2001:200::]:443", true},
+		{"[2001:db7:ffff:ffff:ffff:ffff:ffff:ffff]:443", true}, {"[2001:db8::]:443", false}, {"[2001:db8:ffff:ffff:ffff:ffff:ffff:ffff]:443", false}, {"[2001:db9::]:443", true},
+		{"[2002:7f00:1::]:443", false}, {"[2002:a9fe:a9fe::1]:443", false}, {"[2002:c000:204::1]:443", false}, {"[2002:5db8:d70e::1]:443", true},
+		{"[3fff::1]:443", false}, {"[5f00::1]:443", false},
+		{"[fbff:ffff:ffff:ffff:ffff:ffff:ffff:ffff]:443", true}, {"[fc00::]:443", false}, {"[fd00::1]:443", false}, {"[fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff]:443", false},
+		{"[fe7f:ffff:ffff:ffff:ffff:ffff:ffff:ffff]:443", true}, {"[fe80::]:443", false}, {"[fe80::1%25eth0]:443", false}, {"[febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff]:443", false},
+		{"[fec0::1]:443", false}, {"[ff00::]:443", false}, {"[ff02::1]:443", false}, {"[ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff]:443", false},
+		{"not-an-ip:443", false},
 	} {
 		if err := publicOnly("tcp", tc.addr, nil); (err == nil) != tc.ok {
 			t.Errorf("publicOnly(%s) = %v, want ok %v", tc.addr, err, tc.ok)

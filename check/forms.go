@@ -339,10 +339,11 @@ func (f *fetched) String() string {
 }
 
 // errInternalAddress refuses a connection to a non-public address.
-var errInternalAddress = errors.New("an internal address (loopback, private, link-local or unspecified), not opened under fetch-links safe")
+var errInternalAddress = errors.New("an internal or special-purpose address (loopback, private, link-local, shared, documentation, translation, …), not opened under fetch-links safe")
 
-// publicOnly is a net.Dialer Control that refuses non-public addresses;
-// it runs on every connection, after name resolution.
+// publicOnly is a net.Dialer Control that refuses special-purpose
+// addresses (specialPurpose); it runs on every connection, after name
+// resolution.
 func publicOnly(_, address string, _ syscall.RawConn) error {
 	host, _, err := net.SplitHostPort(address)
 	if err != nil {
@@ -352,9 +353,7 @@ func publicOnly(_, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return err
 	}
-	ip = ip.Unmap()
-	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast() {
+	if specialPurpose(ip) {
 		return errInternalAddress
 	}
 	return nil

@@ -38,7 +38,8 @@ could not test (with the reason).
                       tool is ever called)
   --fetch-links P     which URL-mode links to open for url-no-login: never,
                       safe (default: on the endpoint's origin, or https links
-                      that pass url-safe and are not on an internal address),
+                      that pass url-safe and are not on an internal or
+                      special-purpose address),
                       or any
   --json              print the report as JSON; when there is no report, a
                       JSON error object {"error":{"kind":K,"message":M}}
