@@ -27,6 +27,7 @@ package check
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -239,27 +240,91 @@ const (
 	FetchAny LinkPolicy = "any"
 )
 
-// Redact replaces in s the tokens (as "<token>" and "<other-token>") and
-// the password of the URL's userinfo (as "xxxxx"), also in their
-// URL-escaped spellings. Values shorter than three characters are left:
-// replacing them would garble every word, and they guard nothing.
+// Redact replaces in s the tokens (as "<token>" and "<other-token>"), the
+// password of the URL's userinfo, or its user name when it has no
+// password (as "xxxxx", also in a URL that does not parse) and the HTTP Basic credentials Go's client derives from that
+// userinfo (base64 of "user:password", as "<basic-credentials>"), also in
+// their URL-escaped spellings: a server may echo the Authorization header.
+// Values shorter than three characters are left: replacing them would
+// garble every word, and they guard nothing.
 func (cfg *Config) Redact(s string) string {
-	pw := ""
-	if u, err := url.Parse(cfg.URL); err == nil && u.User != nil {
-		pw, _ = u.User.Password()
-		if r := u.Redacted(); r != cfg.URL {
-			s = strings.ReplaceAll(s, cfg.URL, r)
+	info, masked, ok := userinfo(cfg.URL)
+	var pws, basic []string
+	if ok {
+		s = strings.ReplaceAll(s, cfg.URL, masked)
+		user, pw, hasPW := strings.Cut(info, ":")
+		if hasPW {
+			pws = append(pws, pw)
+		} else {
+			pws = append(pws, user) // a user name alone may well be a token
 		}
+		if u, err := url.Parse(cfg.URL); err == nil && u.User != nil {
+			// What net/http sends for a URL with userinfo and no
+			// Authorization header (Request.SetBasicAuth).
+			user = u.User.Username()
+			pw, _ = u.User.Password()
+			pws = append(pws, pw)
+			if !hasPW {
+				pws = append(pws, user)
+			}
+		} else if p, err := url.PathUnescape(pw); err == nil {
+			pws = append(pws, p)
+		}
+		up := base64.StdEncoding.EncodeToString([]byte(user + ":" + pw))
+		basic = append(basic, up, strings.TrimRight(up, "="))
 	}
-	for _, t := range []struct{ secret, as string }{{cfg.Token, "<token>"}, {cfg.OtherToken, "<other-token>"}, {pw, "xxxxx"}} {
-		if len(t.secret) < 3 {
+	type secret struct{ value, as string }
+	secrets := []secret{{cfg.Token, "<token>"}, {cfg.OtherToken, "<other-token>"}}
+	for _, b := range basic {
+		secrets = append(secrets, secret{b, "<basic-credentials>"})
+	}
+	for _, pw := range pws {
+		secrets = append(secrets, secret{pw, "xxxxx"})
+	}
+	for _, t := range secrets {
+		if len(t.value) < 3 {
 			continue
 		}
-		for _, v := range []string{t.secret, url.QueryEscape(t.secret), url.PathEscape(t.secret)} {
+		for _, v := range []string{t.value, url.QueryEscape(t.value), url.PathEscape(t.value)} {
 			s = strings.ReplaceAll(s, v, t.as)
 		}
 	}
 	return s
+}
+
+// userinfo finds the userinfo of raw by its text alone, so that a URL
+// that does not parse is masked too: what lies between "://" and the last
+// "@" before the next "/". masked is raw with the password part (after
+// the first ":") replaced by "xxxxx", as url.URL.Redacted does, or the
+// whole userinfo when it has no ":" (a user name alone may be a token).
+func userinfo(raw string) (info, masked string, ok bool) {
+	_, rest, found := strings.Cut(raw, "://")
+	if !found {
+		return "", raw, false
+	}
+	authority := rest
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		authority = rest[:i]
+	}
+	at := strings.LastIndexByte(authority, '@')
+	if at < 0 {
+		return "", raw, false
+	}
+	info = authority[:at]
+	start := len(raw) - len(rest)
+	shown := "xxxxx"
+	if user, _, hasPW := strings.Cut(info, ":"); hasPW {
+		shown = user + ":xxxxx"
+	}
+	return info, raw[:start] + shown + raw[start+at:], true
+}
+
+// HasUserinfo reports whether the endpoint URL carries a user name or a
+// password (even one that does not parse): net/http would send it as HTTP
+// Basic credentials, where MCP expects a bearer token (Config.Token).
+func (cfg *Config) HasUserinfo() bool {
+	_, _, ok := userinfo(cfg.URL)
+	return ok
 }
 
 // StartError is Run's error when the check could not start, before any

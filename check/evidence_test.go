@@ -2,6 +2,7 @@ package check
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -304,7 +305,8 @@ func TestRedaction(t *testing.T) {
 	}
 	leaks := func(t *testing.T, what, s string) {
 		t.Helper()
-		for _, secret := range []string{tok, other, pw, tok[:6], other[:6], pw[:6]} {
+		basic := base64.StdEncoding.EncodeToString([]byte("user:" + pw))
+		for _, secret := range []string{tok, other, pw, tok[:6], other[:6], pw[:6], basic, basic[:12]} {
 			if strings.Contains(s, secret) {
 				t.Errorf("%s shows %q: %s", what, secret, s)
 			}
@@ -321,8 +323,20 @@ func TestRedaction(t *testing.T) {
 		t.Errorf("the tools/list error does not show the redacted message: %v", err)
 	}
 
-	for _, method := range []string{"server/discover", "tools/call"} {
-		rep, err := Run(context.Background(), Config{URL: withPW((&fake{hook: echo(method)}).start(t)), Tool: "t", Token: tok, OtherToken: other})
+	// Without a token, net/http sends the userinfo as HTTP Basic
+	// credentials, base64 of user:password, which the server echoes.
+	_, err = Run(context.Background(), Config{URL: withPW((&fake{hook: echo("tools/list")}).start(t)), Tool: "t"})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	leaks(t, "the tools/list error without a token", err.Error())
+	if !strings.Contains(err.Error(), "bad token Basic <basic-credentials>") {
+		t.Errorf("the tools/list error does not show the redacted Basic credentials: %v", err)
+	}
+
+	for _, tc := range []struct{ method, tok string }{{"server/discover", tok}, {"tools/call", tok}, {"server/discover", ""}, {"tools/call", ""}} {
+		method := tc.method
+		rep, err := Run(context.Background(), Config{URL: withPW((&fake{hook: echo(method)}).start(t)), Tool: "t", Token: tc.tok, OtherToken: other})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -333,6 +347,28 @@ func TestRedaction(t *testing.T) {
 		leaks(t, method+" JSON report", js.String())
 		if !strings.Contains(text.String(), "user:xxxxx@") {
 			t.Errorf("the header does not show the redacted URL:\n%s", text.String())
+		}
+	}
+}
+
+// TestRedactURL: the password of a URL that does not parse is masked
+// too, by the text between "://" and the last "@" before the next "/".
+func TestRedactURL(t *testing.T) {
+	for _, tc := range []struct{ url, in, want string }{
+		{"http://u:SECRET PW@127.0.0.1:3799/mcp", `--url "http://u:SECRET PW@127.0.0.1:3799/mcp" is bad`, `--url "http://u:xxxxx@127.0.0.1:3799/mcp" is bad`},
+		{"http://u:SECRET PW@127.0.0.1:3799/mcp", "SECRET PW and SECRET%20PW", "xxxxx and xxxxx"},
+		{"http://u:a@b@host/mcp", "http://u:a@b@host/mcp", "http://u:xxxxx@host/mcp"},
+		{"http://u:pw-1234@host/x@y", "http://u:pw-1234@host/x@y", "http://u:xxxxx@host/x@y"},
+		{"http://host/x@y", "http://host/x@y", "http://host/x@y"},
+		{"http://user:p%41ss@host/mcp", "pAss p%41ss " + base64.StdEncoding.EncodeToString([]byte("user:pAss")), "xxxxx xxxxx <basic-credentials>"},
+		{"http://tok123@host/mcp", "http://tok123@host/mcp tok123 " + base64.StdEncoding.EncodeToString([]byte("tok123:")), "http://xxxxx@host/mcp xxxxx <basic-credentials>"},
+	} {
+		cfg := Config{URL: tc.url}
+		if got := cfg.Redact(tc.in); got != tc.want {
+			t.Errorf("URL %q: Redact(%q) = %q, want %q", tc.url, tc.in, got, tc.want)
+		}
+		if !cfg.HasUserinfo() != (tc.url == "http://host/x@y") {
+			t.Errorf("HasUserinfo(%q) = %v", tc.url, cfg.HasUserinfo())
 		}
 	}
 }

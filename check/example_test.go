@@ -87,6 +87,19 @@ func ExampleConfig_Redact() {
 	// cannot reach http://ci:xxxxx@127.0.0.1:3000/mcp
 }
 
+// Config.HasUserinfo finds credentials in the endpoint URL, even in one
+// that does not parse, and Config.Redact masks them there too.
+func ExampleConfig_HasUserinfo() {
+	for _, u := range []string{"http://127.0.0.1:3000/mcp", "http://ci:hunter22@127.0.0.1:3000/mcp", "http://ci:hunter 22@127.0.0.1:3000/mcp"} {
+		cfg := check.Config{URL: u}
+		fmt.Println(cfg.HasUserinfo(), cfg.Redact(u))
+	}
+	// Output:
+	// false http://127.0.0.1:3000/mcp
+	// true http://ci:xxxxx@127.0.0.1:3000/mcp
+	// true http://ci:xxxxx@127.0.0.1:3000/mcp
+}
+
 // A server that refuses the token stops the check before any case runs:
 // Run returns a *StartError saying so, and no report.
 func ExampleStartError() {

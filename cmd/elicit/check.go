@@ -41,8 +41,9 @@ could not test (with the reason).
                       that pass url-safe and are not on an internal or
                       special-purpose address),
                       or any
-  --json              print the report as JSON; when there is no report, a
-                      JSON error object {"error":{"kind":K,"message":M}}
+  --json              print the report as JSON; when there is no report (a
+                      usage error too), a JSON error object
+                      {"error":{"kind":K,"message":M}}, K "usage" for exit 2
   --timeout D         give up after D, more than 0 (default 5m)
 
 Exit status: 0 no case failed and at least one passed; 1 a case failed;
@@ -73,10 +74,19 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
+		// The flag package printed the error and the usage; --json may
+		// come after the bad flag, so it is looked for in args.
+		if asJSON || jsonRequested(args) {
+			writeJSONError(stdout, "usage", cfg.Redact(err.Error()))
+		}
 		return exitUsage
 	}
 	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "elicit check: "+format+"\n\n%s", append(a, checkUsage)...)
+		msg := fmt.Sprintf(format, a...)
+		fmt.Fprintf(stderr, "elicit check: %s\n\n%s", msg, checkUsage)
+		if asJSON {
+			writeJSONError(stdout, "usage", msg)
+		}
 		return exitUsage
 	}
 	switch {
@@ -88,6 +98,11 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return usageErr("--tool is required")
 	case cfg.OtherToken != "" && cfg.OtherToken == cfg.Token:
 		return usageErr("--other-token must differ from --token")
+	case cfg.OtherTool != "" && cfg.OtherTool == cfg.Tool:
+		return usageErr("--other-tool must differ from --tool")
+	case cfg.HasUserinfo():
+		// net/http would send it as HTTP Basic credentials.
+		return usageErr("--url %q carries a user name or password; MCP servers take a bearer token: put credentials in --token", cfg.Redact(cfg.URL))
 	case timeout <= 0:
 		return usageErr("--timeout must be more than 0, such as 5m")
 	}
@@ -160,6 +175,20 @@ func checkError(err error, cfg *check.Config) (kind, msg string) {
 		kind, msg = "failed", explain(err, cfg.Redact(cfg.URL), cfg.Token != "")
 	}
 	return kind, cfg.Redact(msg)
+}
+
+// jsonRequested reports whether args, which did not parse, ask for --json
+// before any "--" terminator.
+func jsonRequested(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-json", "--json", "-json=true", "--json=true", "-json=1", "--json=1":
+			return true
+		}
+	}
+	return false
 }
 
 // writeJSONError prints {"error":{"kind":K,"message":M}} on w, so a

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mcp-elicit/elicit/check"
@@ -151,6 +153,69 @@ func TestCheckCommand(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d with %q", tc.args, code, errOut, tc.code, tc.msg)
 		}
 	}
+	// With --json a usage error, like an exit-3 error, leaves one JSON
+	// error object on stdout, wherever --json stands.
+	for _, args := range [][]string{
+		{"check", "--json", "--tool", "x"},
+		{"check", "--url", base + "/mcp", "--tool", "x", "--args", "[1]", "--json"},
+		{"check", "--url", base + "/mcp", "--tool", "x", "--timeout", "soon", "--json"},
+		{"check", "--url", base + "/mcp", "--no-such-flag", "--json"},
+		{"check", "--json", "--url", base + "/mcp", "--tool", "x", "stray"},
+	} {
+		code, out, errOut := elicit(t, "", args...)
+		var doc struct {
+			Error struct{ Kind, Message string }
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil || code != exitUsage || doc.Error.Kind != "usage" ||
+			doc.Error.Message == "" || !strings.Contains(errOut, doc.Error.Message) {
+			t.Errorf("%v: exit %d, stdout %q (%v), stderr %q; want exit 2 and a usage error object", args, code, out, err, errOut)
+		}
+	}
+}
+
+// TestCheckRefusesUserinfo: credentials in --url are a usage error (net/http
+// would send them as HTTP Basic, MCP takes a bearer token), with the
+// password masked, even in a URL that does not parse; the server is never
+// contacted.
+func TestCheckRefusesUserinfo(t *testing.T) {
+	const pw = "SECRETAPW"
+	var hits atomic.Int32
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		http.Error(w, "you sent "+r.Header.Get("Authorization"), 401)
+	}))
+	t.Cleanup(hs.Close)
+	host := strings.TrimPrefix(hs.URL, "http://")
+	basic := base64.StdEncoding.EncodeToString([]byte("u:" + pw))
+	for _, u := range []string{
+		"http://u:" + pw + "@" + host + "/mcp",
+		"http://u:SECRET PW@" + host + "/mcp",
+		"http://u:" + pw + "@" + host,
+		"http://u:a@" + pw + "@" + host + "/mcp",
+		"http://" + pw + "@" + host + "/mcp",
+	} {
+		for _, asJSON := range []bool{false, true} {
+			args := []string{"check", "--url", u, "--tool", "t"}
+			if asJSON {
+				args = append(args, "--json")
+			}
+			code, out, errOut := elicit(t, "", args...)
+			if code != exitUsage || !strings.Contains(errOut, "put credentials in --token") {
+				t.Errorf("%q json %v: exit %d, stderr %q; want exit 2 saying to use --token", u, asJSON, code, errOut)
+			}
+			if !strings.Contains(errOut, "xxxxx@") {
+				t.Errorf("%q: stderr %q does not show the masked URL", u, errOut)
+			}
+			for _, secret := range []string{pw, "SECRET PW", "SECRET", basic} {
+				if strings.Contains(out+errOut, secret) {
+					t.Errorf("%q json %v: %q shown:\nstdout: %s\nstderr: %s", u, asJSON, secret, out, errOut)
+				}
+			}
+		}
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the server got %d requests", n)
+	}
 }
 
 // answering starts a server that answers every request with status,
@@ -212,9 +277,8 @@ func TestCheckCannotStart(t *testing.T) {
 // in its errors, and a URL with a password, leak neither token nor
 // password on stdout or stderr, in text or JSON.
 func TestCheckRedactsSecrets(t *testing.T) {
-	const tok, pw = "SuperSecret99", "pw-secret-42"
+	const tok = "SuperSecret99"
 	echoRPC := `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"bad token %s"}}`
-	withPW := func(u string) string { return strings.Replace(u, "http://", "http://user:"+pw+"@", 1) }
 	// A server answering discovery but echoing on tools/list.
 	listEcho := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
@@ -237,10 +301,9 @@ func TestCheckRedactsSecrets(t *testing.T) {
 		code int
 		out  string // on stdout without --json
 	}{
-		{"tools/list echoes the token", withPW(listEcho.URL + "/mcp"), exitFailed, ""},
-		{"tools/list echoes the token, no password", listEcho.URL + "/mcp", exitFailed, ""},
-		{"discovery echoes the token", withPW(answering(t, 400, "application/json", echoRPC)), exitFailed, "(server/discover failed, protocol"},
-		{"a page echoes the token", withPW(answering(t, 200, "text/html", "<p>you sent %s</p>")), exitFailed, ""},
+		{"tools/list echoes the token", listEcho.URL + "/mcp", exitFailed, ""},
+		{"discovery echoes the token", answering(t, 400, "application/json", echoRPC), exitFailed, "(server/discover failed, protocol"},
+		{"a page echoes the token", answering(t, 200, "text/html", "<p>you sent %s</p>"), exitFailed, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, asJSON := range []bool{false, true} {
@@ -252,7 +315,7 @@ func TestCheckRedactsSecrets(t *testing.T) {
 				if code != tc.code {
 					t.Errorf("json %v: exit %d, want %d; stderr %q", asJSON, code, tc.code, errOut)
 				}
-				for _, secret := range []string{tok, pw, tok[:6], pw[:6]} {
+				for _, secret := range []string{tok, tok[:6]} {
 					if strings.Contains(out+errOut, secret) {
 						t.Errorf("json %v: %q shown:\nstdout: %s\nstderr: %s", asJSON, secret, out, errOut)
 					}
