@@ -291,4 +291,16 @@ type KeyRing interface {
 	// its sealing key and every pending one): ErrConflict if it does or
 	// is, and ErrNotFound if there is no such key.
 	RetireStateKey(ctx context.Context, id string, now time.Time) error
+	// RemoveStateKey removes the key id whatever its role: the repair of
+	// a key no instance can open (sealed under another master key).
+	// ErrNotFound if there is no such key.
+	RemoveStateKey(ctx context.Context, id string) error
+	// MasterKeyCheck returns the master-key check value stored with the
+	// ring (elicitd: an HMAC of a fixed text under the master key), or
+	// ErrNotFound when none is stored yet.
+	MasterKeyCheck(ctx context.Context) ([]byte, error)
+	// InitMasterKeyCheck stores check unless a value is stored already,
+	// and returns the stored value: check, or the one stored first (so
+	// concurrent first starts agree). An empty check is an error.
+	InitMasterKeyCheck(ctx context.Context, check []byte) ([]byte, error)
 }

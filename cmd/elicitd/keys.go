@@ -224,36 +224,75 @@ func (k *stateKeys) rotate(ctx context.Context, activateAfter time.Duration) (*s
 	return sk, k.ring.AddStateKey(ctx, sk)
 }
 
-// retire removes a key that neither seals now nor is still to activate.
-// A pending key is refused too: instances that read it before the
-// retirement would start sealing with it at its activation time (until
-// their next refresh), and instances that no longer hold it would refuse
-// those states.
-func (k *stateKeys) retire(ctx context.Context, id string) error {
+// retire removes a key that neither seals now nor is still to activate,
+// and returns a note for the operator. A pending key is refused too:
+// instances that read it before the retirement would start sealing with
+// it at its activation time (until their next refresh), and instances
+// that no longer hold it would refuse those states. So is a key that
+// stopped sealing less than the states' lifetime ago (reqstate.DefaultTTL)
+// unless force: states it sealed are still valid.
+//
+// A key that does not open under the master key is removed whatever its
+// role, since no instance can use it (the repair of a rotation made under
+// another master key), provided the master key matches the store's check
+// value (verified) or force.
+func (k *stateKeys) retire(ctx context.Context, id string, verified, force bool) (string, error) {
 	stored, err := k.ring.StateKeys(ctx)
 	if err != nil {
-		return err
+		return "", err
 	}
-	if bad := k.unopened(stored); len(bad) > 0 {
-		return errUnopened(bad)
+	bad := k.unopened(stored)
+	if slices.Contains(bad, id) {
+		if !verified && !force {
+			return "", fmt.Errorf("key %q does not open with this master key, and this store has no master-key check yet to tell whether %s is the right one: if it is, pass --force to remove the key", id, masterKeyEnv)
+		}
+		if err := k.ring.RemoveStateKey(ctx, id); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("removed %s: it does not open with this master key, so no instance could use it", id), nil
+	}
+	if len(bad) > 0 {
+		if verified {
+			return "", fmt.Errorf("state keys %s do not open with this master key, which matches the store's check: no instance can use them; remove them first with elicitd keys retire ID. Nothing was changed",
+				strings.Join(bad, ", "))
+		}
+		return "", errUnopened(bad)
 	}
 	now := k.now()
 	i := slices.IndexFunc(stored, func(sk *store.StateKey) bool { return sk.ID == id })
 	switch {
+	case i < 0 && len(stored) == 0 && id == derivedKeyID:
+		return "", fmt.Errorf("key %s is derived from the master key and not stored: there is nothing to retire before a rotation (elicitd keys rotate)", id)
 	case i < 0:
-		return fmt.Errorf("no key %q in the store's ring (see elicitd keys list)", id)
+		return "", fmt.Errorf("no key %q in the store's ring (see elicitd keys list)", id)
 	case i == store.SealingKey(stored, now):
-		return fmt.Errorf("key %q seals requestState now; rotate first, and retire it once the new key seals", id)
+		return "", fmt.Errorf("key %q seals requestState now; rotate first, and retire it once the new key seals", id)
 	case stored[i].Activation().After(now):
-		return fmt.Errorf("key %q is still to activate (it seals from %s): instances already holding it would start sealing with it; retire it once a newer key seals",
+		return "", fmt.Errorf("key %q is still to activate (it seals from %s): instances already holding it would start sealing with it; retire it once a newer key seals",
 			id, stored[i].Activation().UTC().Format(time.RFC3339))
 	}
-	if err := k.ring.RetireStateKey(ctx, id, now); errors.Is(err, store.ErrConflict) {
-		return fmt.Errorf("key %q seals now or is still to activate (the ring changed meanwhile); see elicitd keys list", id)
-	} else if err != nil {
-		return err
+	if until := stoppedSealing(stored, i, now).Add(reqstate.DefaultTTL); now.Before(until) && !force {
+		return "", fmt.Errorf("key %q sealed requestStates until less than %v ago, and they stay valid until %s: retire it then, or pass --force to refuse them now",
+			id, reqstate.DefaultTTL, until.UTC().Format(time.RFC3339))
 	}
-	return nil
+	if err := k.ring.RetireStateKey(ctx, id, now); errors.Is(err, store.ErrConflict) {
+		return "", fmt.Errorf("key %q seals now or is still to activate (the ring changed meanwhile); see elicitd keys list", id)
+	} else if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("retired %s; requestStates it sealed are now refused as invalid (clients start those requests again)", id), nil
+}
+
+// stoppedSealing returns when stored[i] stopped sealing: the earliest
+// activation, not after now, of a newer key.
+func stoppedSealing(stored []*store.StateKey, i int, now time.Time) time.Time {
+	var t time.Time
+	for _, sk := range stored[:i] {
+		if a := sk.Activation(); !a.After(now) && (t.IsZero() || a.Before(t)) {
+			t = a
+		}
+	}
+	return t
 }
 
 // list writes the ring as a table: id, created, seals from, role. Never a
@@ -301,18 +340,23 @@ const defaultActivateAfter = 2 * time.Minute
 const keysUsage = `Usage:
   elicitd keys list [flags]                         list the store's requestState keys
   elicitd keys rotate [--activate-after D] [flags]  add a key that seals from now + D
-  elicitd keys retire ID [flags]                    remove a key that no longer seals
+  elicitd keys retire ID [--force] [flags]          remove a key that no longer seals
 
 The keys command acts on an existing deployment: the --data directory (its
 SQLite store, and master.key unless ELICIT_MASTER_KEY is set) or the
---store database must exist; it creates nothing but keys. Every stored key
-must open with the master key, else rotate and retire change nothing and
-list marks the keys and fails.
+--store database must exist; it creates nothing but keys (and the store's
+master-key check, if none is stored yet). A master key that does not match
+the store's check is refused by every command (and by elicitd itself). Every
+stored key must open with the master key, else rotate changes nothing and
+list marks the keys and fails; retire then removes such a key whatever its
+role, as no instance can use it (the repair of a rotation made under another
+master key; --force when the store has no check yet to verify the key).
 
 --activate-after D (default 2m) must exceed every instance's
 --state-keys-refresh, so that all instances hold the new key before any
-seals with it. retire refuses the key that seals now and a key still to
-activate. flags are elicitd's (elicitd --help): --data, --store, --config...
+seals with it. retire refuses the key that seals now, a key still to
+activate, and, unless --force, a key that stopped sealing less than the
+requestState lifetime (10m) ago: states it sealed are still valid. flags are elicitd's (elicitd --help): --data, --store, --config...
 
 Exit status: 0 done, 1 failed (nothing changed), 2 usage error.
 `
@@ -343,6 +387,20 @@ func takeFlag(args []string, name string) (string, []string, bool, error) {
 		}
 	}
 	return "", args, false, nil
+}
+
+// takeBoolFlag removes --name (one or two dashes) from args, reporting
+// whether it was there.
+func takeBoolFlag(args []string, name string) ([]string, bool) {
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "-"+name || a == "--"+name {
+			return append(slices.Clip(args[:i]), args[i+1:]...), true
+		}
+	}
+	return args, false
 }
 
 // openExisting opens the deployment's master key and store for the keys
@@ -384,7 +442,7 @@ func runKeys(args []string, stdout, stderr io.Writer) error {
 		return usageError{errors.New("keys: want list, rotate or retire ID")}
 	}
 	verb, rest := args[0], args[1:]
-	id := ""
+	id, force := "", false
 	switch verb {
 	case "-h", "-help", "--help", "help":
 		_, _ = io.WriteString(stderr, keysUsage)
@@ -394,6 +452,7 @@ func runKeys(args []string, stdout, stderr io.Writer) error {
 			return usageError{errors.New("keys retire: want the key id first: elicitd keys retire ID [flags]")}
 		}
 		id, rest = rest[0], rest[1:]
+		rest, force = takeBoolFlag(rest, "force")
 	case "list", "rotate":
 	default:
 		_, _ = io.WriteString(stderr, keysUsage)
@@ -429,6 +488,10 @@ func runKeys(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	verified, err := k.verifyMaster(ctx)
+	if err != nil {
+		return err
+	}
 	if k.override != nil {
 		fmt.Fprintf(stderr, "elicitd: note: %s is set here; instances that have it set use it, not the store's ring\n", stateKeysEnv)
 	}
@@ -444,9 +507,10 @@ func runKeys(args []string, stdout, stderr io.Writer) error {
 			nk.ID, nk.Activation().UTC().Format(time.RFC3339), activateAfter)
 		return nil
 	}
-	if err := k.retire(ctx, id); err != nil {
+	note, err := k.retire(ctx, id, verified, force)
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "retired %s; requestStates it sealed are now refused as invalid (clients start those requests again)\n", id)
+	fmt.Fprintln(stdout, note)
 	return nil
 }

@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/base64"
 	"errors"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -79,10 +82,10 @@ func TestStateKeyRingLifecycle(t *testing.T) {
 	if got := e.ids(t); got != "k1,"+newID {
 		t.Fatalf("just after rotate = %s; want k1 still sealing", got)
 	}
-	if err := e.keys.retire(ctx, "k1"); err == nil || !strings.Contains(err.Error(), "seals") {
+	if _, err := e.keys.retire(ctx, "k1", true, false); err == nil || !strings.Contains(err.Error(), "seals") {
 		t.Fatalf("retiring the sealing k1: %v", err)
 	}
-	if err := e.keys.retire(ctx, newID); err == nil || !strings.Contains(err.Error(), "still to activate") {
+	if _, err := e.keys.retire(ctx, newID, true, false); err == nil || !strings.Contains(err.Error(), "still to activate") {
 		t.Fatalf("retiring the pending %s: %v", newID, err)
 	}
 	e.clock.Add(int64(time.Minute))
@@ -96,13 +99,22 @@ func TestStateKeyRingLifecycle(t *testing.T) {
 	if _, err := sealer.Open(oldState, b); err != nil {
 		t.Fatalf("state sealed by the derived key after rotation: %v", err)
 	}
-	if err := e.keys.retire(ctx, newID); err == nil {
+	if _, err := e.keys.retire(ctx, newID, true, false); err == nil {
 		t.Fatal("retired the sealing key")
 	}
-	if err := e.keys.retire(ctx, "nope"); err == nil || !strings.Contains(err.Error(), "no key") {
+	if _, err := e.keys.retire(ctx, "nope", true, false); err == nil || !strings.Contains(err.Error(), "no key") {
 		t.Fatalf("retiring an unknown key: %v", err)
 	}
-	if err := e.keys.retire(ctx, "k1"); err != nil {
+	// k1 sealed until a minute ago: its states stay valid for the TTL.
+	if _, err := e.keys.retire(ctx, "k1", true, false); err == nil || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("retiring k1 right after it stopped sealing: %v", err)
+	}
+	e.clock.Add(int64(reqstate.DefaultTTL) - 1)
+	if _, err := e.keys.retire(ctx, "k1", true, false); err == nil {
+		t.Fatal("retired k1 1ns before its last states expire")
+	}
+	e.clock.Add(1)
+	if _, err := e.keys.retire(ctx, "k1", true, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.keys.refresh(ctx, sealer); err != nil {
@@ -199,23 +211,29 @@ func runKeysIn(t *testing.T, args []string, flags ...string) (string, error) {
 }
 
 // newDataDir returns a data directory an instance has started in (its
-// store and master.key exist).
+// store, master.key and the store's master-key check exist).
 func newDataDir(t *testing.T) string {
 	t.Helper()
 	data := t.TempDir()
-	cfg, err := loadConfig([]string{"--data", data}, func(string) string { return "" }, &bytes.Buffer{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := masterKey(cfg); err != nil {
-		t.Fatal(err)
-	}
-	st, err := openStore(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
+	startInstance(t, "--data", data)
 	return data
+}
+
+// startInstance starts and closes an elicitd instance with args and the
+// process environment (ELICIT_MASTER_KEY).
+func startInstance(t *testing.T, args ...string) error {
+	t.Helper()
+	cfg, err := loadConfig(append([]string{"--demo-oauth-addr", "off"}, args...), os.Getenv, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.auditOut = io.Discard
+	a, err := newApp(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	a.Close()
+	return nil
 }
 
 // The keys command end to end on a SQLite data directory: list, rotate
@@ -251,7 +269,10 @@ func TestKeysCommand(t *testing.T) {
 		t.Fatalf("rotate now: %v\n%s", err, out)
 	}
 	nowID := strings.TrimSuffix(strings.Fields(strings.TrimPrefix(out, "added "))[0], ";")
-	if out, err := run("retire", "k1"); err != nil || !strings.Contains(out, "retired k1") {
+	if out, err := run("retire", "k1"); err == nil || !strings.Contains(err.Error(), "pass --force") {
+		t.Fatalf("retired k1 while its states are valid: %v\n%s", err, out)
+	}
+	if out, err := run("retire", "k1", "--force"); err != nil || !strings.Contains(out, "retired k1") {
 		t.Fatalf("retire k1: %v\n%s", err, out)
 	}
 	out, err = run("list")
@@ -264,34 +285,117 @@ func TestKeysCommand(t *testing.T) {
 	}
 }
 
-// With another master key, every keys command refuses: rotate and retire
-// change nothing and name the keys that do not open; list marks them and
-// fails.
+// With another master key, every keys command refuses, changing nothing:
+// the store's master-key check does not match. The first rotation too,
+// while the ring is still derived and there is no stored key to test.
 func TestKeysCommandWrongMasterKey(t *testing.T) {
-	data := newDataDir(t)
-	if out, err := runKeysIn(t, []string{"rotate", "--activate-after", "1ns", "--state-keys-refresh", "1ns"}, "--data", data); err != nil {
-		t.Fatalf("rotate: %v\n%s", err, out)
+	data := t.TempDir()
+	t.Setenv(masterKeyEnv, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{8}, 32)))
+	if err := startInstance(t, "--data", data); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(masterKeyEnv, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32)))
+	for _, args := range [][]string{{"rotate"}, {"retire", "k1"}, {"list"}} {
+		out, err := runKeysIn(t, args, "--data", data)
+		if err == nil || !strings.Contains(err.Error(), "does not match the key this store was set up with") || exitCode(err) != 1 {
+			t.Errorf("keys %v: %v, want the master-key mismatch\n%s", args, err, out)
+		}
+	}
+	if err := startInstance(t, "--data", data); err == nil || !strings.Contains(err.Error(), "does not match the key this store was set up with") {
+		t.Errorf("an instance with the wrong key started: %v", err)
 	}
 	st, err := sqlite.Open(filepath.Join(data, "elicitd.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	before, _ := st.StateKeys(t.Context())
+	if after, _ := st.StateKeys(t.Context()); len(after) != 0 {
+		t.Fatalf("the wrong master key stored %d keys", len(after))
+	}
+}
+
+// With SQLite, an ELICIT_MASTER_KEY that differs from --data's master.key
+// is refused, by the server and the keys command.
+func TestMasterKeyEnvDiffersFromFile(t *testing.T) {
+	data := newDataDir(t)
 	t.Setenv(masterKeyEnv, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32)))
-	want := "state keys " + before[0].ID + ", k1 do not open with this master key"
-	for _, args := range [][]string{{"rotate"}, {"retire", "k1"}, {"list"}} {
-		out, err := runKeysIn(t, args, "--data", data)
-		if err == nil || !strings.Contains(err.Error(), want) || exitCode(err) != 1 {
-			t.Errorf("keys %v: %v, want an error with %q", args, err, want)
-		}
-		if args[0] == "list" && strings.Count(out, "DOES NOT OPEN") != 2 {
-			t.Errorf("list does not mark both keys:\n%s", out)
+	want := "differs from " + filepath.Join(data, "master.key")
+	if err := startInstance(t, "--data", data); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("start: %v, want %q", err, want)
+	}
+	if out, err := runKeysIn(t, []string{"rotate"}, "--data", data); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("keys rotate: %v, want %q\n%s", err, want, out)
+	}
+	file, _ := os.ReadFile(filepath.Join(data, "master.key"))
+	t.Setenv(masterKeyEnv, base64.StdEncoding.EncodeToString(file))
+	if out, err := runKeysIn(t, []string{"list"}, "--data", data); err != nil {
+		t.Errorf("keys list with the file's key in the environment: %v\n%s", err, out)
+	}
+}
+
+// A ring broken by a rotation under another master key before the store
+// had a check (an older elicitd): list marks the keys; retire removes a
+// key that does not open, even the sealing one, with --force while the
+// master key cannot be verified, and without once the check is stored.
+func TestKeysRetireUnopenedRepair(t *testing.T) {
+	right, wrong := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
+	data := t.TempDir()
+	t.Setenv(masterKeyEnv, base64.StdEncoding.EncodeToString(right))
+	if err := startInstance(t, "--data", data); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(filepath.Join(data, "elicitd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	bad, _ := newStateKeys(&config{}, st, wrong, time.Now)
+	nk, err := bad.rotate(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, error) { return runKeysIn(t, args, "--data", data) }
+	// Verified by the check the instance stored: no --force needed.
+	if out, err := run("list"); err == nil || strings.Count(out, "DOES NOT OPEN") != 2 {
+		t.Fatalf("list: %v\n%s", err, out)
+	}
+	if out, err := run("retire", nk.ID); err != nil || !strings.Contains(out, "no instance could use it") {
+		t.Fatalf("retire the sealing key that does not open: %v\n%s", err, out)
+	}
+	// A store without a check (made by an older elicitd): --force.
+	if _, err := bad.rotate(t.Context(), 0); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(data, "elicitd.db")) // the driver store/sqlite registers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(t.Context(), `DELETE FROM store_meta`); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run("retire", "k1"); err == nil || !strings.Contains(err.Error(), "pass --force") {
+		t.Fatalf("retire without a check: %v\n%s", err, out)
+	}
+	stored, _ := st.StateKeys(t.Context())
+	for _, sk := range stored {
+		if out, err := run("retire", sk.ID, "--force"); err != nil {
+			t.Fatalf("retire %s --force: %v\n%s", sk.ID, err, out)
 		}
 	}
-	after, _ := st.StateKeys(t.Context())
-	if len(after) != len(before) {
-		t.Fatalf("ring went from %d to %d keys under the wrong master key", len(before), len(after))
+	if out, err := run("list"); err != nil || !strings.Contains(out, "derived from the master key") {
+		t.Fatalf("list after the repair: %v\n%s", err, out)
+	}
+	if err := startInstance(t, "--data", data); err != nil {
+		t.Fatalf("start after the repair: %v", err)
+	}
+}
+
+// Before any rotation, k1 is derived, not stored: retire says so.
+func TestKeysRetireDerived(t *testing.T) {
+	data := newDataDir(t)
+	if out, err := runKeysIn(t, []string{"retire", "k1"}, "--data", data); err == nil || !strings.Contains(err.Error(), "derived from the master key and not stored") {
+		t.Fatalf("retire k1 on a derived ring: %v\n%s", err, out)
 	}
 }
 
@@ -353,5 +457,22 @@ func TestKeysCommandPostgresSchemaMustExist(t *testing.T) {
 	st.Close()
 	if out, err := runKeysIn(t, []string{"list"}, "--store", dsn); err != nil || !strings.Contains(out, "k1") {
 		t.Fatalf("list on a migrated schema: %v\n%s", err, out)
+	}
+}
+
+// An instance whose master key differs from the one a shared PostgreSQL
+// store was set up with does not start (nor join the others).
+func TestSharedStoreOtherMasterKey(t *testing.T) {
+	dsn := pgtest.FreshSchema(t, pgtest.DSN(t))
+	t.Setenv(masterKeyEnv, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{3}, 32)))
+	if err := startInstance(t, "--store", dsn); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(masterKeyEnv, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{4}, 32)))
+	if err := startInstance(t, "--store", dsn); err == nil || !strings.Contains(err.Error(), "does not match the key this store was set up with") {
+		t.Fatalf("second instance with another key: %v", err)
+	}
+	if out, err := runKeysIn(t, []string{"rotate"}, "--store", dsn); err == nil || !strings.Contains(err.Error(), "does not match") {
+		t.Fatalf("rotate with another key: %v\n%s", err, out)
 	}
 }

@@ -137,7 +137,7 @@ func masterKey(cfg *config) ([]byte, error) {
 	if err != nil || len(key) != 32 {
 		return nil, fmt.Errorf("%s must be 32 bytes in standard base64 (e.g. head -c32 /dev/urandom | base64)", masterKeyEnv)
 	}
-	return key, nil
+	return key, checkMasterKeyFile(cfg, key)
 }
 
 // openStore opens the PostgreSQL store named by cfg.storeURL, or the
@@ -317,7 +317,11 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	ring, err := keys.load(ctx)
+	_, err = keys.verifyMaster(ctx)
+	var ring []reqstate.Key
+	if err == nil {
+		ring, err = keys.load(ctx)
+	}
 	cancel()
 	if err != nil {
 		a.Close()

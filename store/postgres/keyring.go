@@ -75,3 +75,43 @@ func (s *Store) RetireStateKey(ctx context.Context, id string, now time.Time) er
 	}
 	return fmt.Errorf("postgres: state key %q seals now: %w", id, store.ErrConflict)
 }
+
+// RemoveStateKey implements store.KeyRing.
+func (s *Store) RemoveStateKey(ctx context.Context, id string) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM state_keys WHERE id = $1`, id)
+	if err != nil {
+		return pgErrorf("postgres: remove state key: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return store.ErrNotFound
+	}
+	return nil
+}
+
+// masterKeyCheckName is the store_meta row of the master-key check value.
+const masterKeyCheckName = "master_key_check"
+
+// MasterKeyCheck implements store.KeyRing.
+func (s *Store) MasterKeyCheck(ctx context.Context) ([]byte, error) {
+	var v []byte
+	err := s.pool.QueryRow(ctx, `SELECT value FROM store_meta WHERE name = $1`, masterKeyCheckName).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, pgErrorf("postgres: master key check: %w", err)
+	}
+	return v, nil
+}
+
+// InitMasterKeyCheck implements store.KeyRing.
+func (s *Store) InitMasterKeyCheck(ctx context.Context, check []byte) ([]byte, error) {
+	if len(check) == 0 {
+		return nil, errors.New("postgres: empty master key check")
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO store_meta (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`,
+		masterKeyCheckName, check); err != nil {
+		return nil, pgErrorf("postgres: master key check: %w", err)
+	}
+	return s.MasterKeyCheck(ctx)
+}

@@ -96,7 +96,7 @@ func TestMigrateStateKeyActivation(t *testing.T) {
 	if err := s.AddStateKey(ctx, &store.StateKey{ID: "k1", Sealed: []byte("x"), CreatedAt: created}); err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{`ALTER TABLE state_keys DROP COLUMN activates_at`, `DELETE FROM schema_migrations WHERE version >= 4`} {
+	for _, q := range []string{`ALTER TABLE state_keys DROP COLUMN activates_at`, `DROP TABLE store_meta`, `DELETE FROM schema_migrations WHERE version >= 4`} {
 		if _, err := s.pool.Exec(ctx, q); err != nil {
 			t.Fatal(err)
 		}

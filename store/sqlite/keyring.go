@@ -85,3 +85,45 @@ func (s *Store) RetireStateKey(ctx context.Context, id string, now time.Time) er
 	}
 	return nil
 }
+
+// RemoveStateKey implements store.KeyRing.
+func (s *Store) RemoveStateKey(ctx context.Context, id string) error {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM state_keys WHERE id = ?`, id)
+	if err != nil {
+		return fmt.Errorf("sqlite: remove state key: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("sqlite: remove state key: %w", err)
+	} else if n == 0 {
+		return store.ErrNotFound
+	}
+	return nil
+}
+
+// masterKeyCheckName is the store_meta row of the master-key check value.
+const masterKeyCheckName = "master_key_check"
+
+// MasterKeyCheck implements store.KeyRing.
+func (s *Store) MasterKeyCheck(ctx context.Context) ([]byte, error) {
+	var v []byte
+	err := s.db.QueryRowContext(ctx, `SELECT value FROM store_meta WHERE name = ?`, masterKeyCheckName).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: master key check: %w", err)
+	}
+	return v, nil
+}
+
+// InitMasterKeyCheck implements store.KeyRing.
+func (s *Store) InitMasterKeyCheck(ctx context.Context, check []byte) ([]byte, error) {
+	if len(check) == 0 {
+		return nil, errors.New("sqlite: empty master key check")
+	}
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO store_meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`,
+		masterKeyCheckName, check); err != nil {
+		return nil, fmt.Errorf("sqlite: master key check: %w", err)
+	}
+	return s.MasterKeyCheck(ctx)
+}

@@ -97,6 +97,12 @@ var migrations = []string{
 	// before seal from their creation.
 	`ALTER TABLE state_keys ADD COLUMN activates_at INTEGER NOT NULL DEFAULT 0;
 	UPDATE state_keys SET activates_at = created_at;`,
+	// 6: settings of the store itself; master_key_check holds the
+	// master-key check value (KeyRing.MasterKeyCheck).
+	`CREATE TABLE store_meta (
+		name  TEXT PRIMARY KEY,
+		value BLOB NOT NULL
+	);`,
 }
 
 // Open opens (creating if needed) the database file at path and brings its

@@ -171,7 +171,7 @@ func TestMigrateFromSchema1(t *testing.T) {
 	if err := s.CreateFlow(ctx, f); err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{`DROP TABLE operations`, `DROP TABLE records`, `DROP INDEX flows_principal_purpose`, `DROP TABLE state_keys`, `UPDATE schema_version SET version = 1`} {
+	for _, q := range []string{`DROP TABLE operations`, `DROP TABLE records`, `DROP INDEX flows_principal_purpose`, `DROP TABLE state_keys`, `DROP TABLE store_meta`, `UPDATE schema_version SET version = 1`} {
 		if _, err := s.db.Exec(q); err != nil {
 			t.Fatal(err)
 		}
@@ -206,7 +206,7 @@ func TestMigrateStateKeyActivation(t *testing.T) {
 	if err := s.AddStateKey(ctx, &store.StateKey{ID: "k1", Sealed: []byte("x"), CreatedAt: created}); err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{`ALTER TABLE state_keys DROP COLUMN activates_at`, `UPDATE schema_version SET version = 4`} {
+	for _, q := range []string{`ALTER TABLE state_keys DROP COLUMN activates_at`, `DROP TABLE store_meta`, `UPDATE schema_version SET version = 4`} {
 		if _, err := s.db.Exec(q); err != nil {
 			t.Fatal(err)
 		}

@@ -23,6 +23,8 @@ var keyRingTests = []struct {
 	{"KeyRingInvalid", testKeyRingInvalid},
 	{"KeyRingConcurrentRotateRetire", testKeyRingConcurrent},
 	{"KeyRingActivation", testKeyRingActivation},
+	{"KeyRingRemove", testKeyRingRemove},
+	{"MasterKeyCheck", testMasterKeyCheck},
 }
 
 func stateKey(id string, at time.Time) *store.StateKey {
@@ -192,5 +194,70 @@ func testKeyRingActivation(t *testing.T, s store.Store) {
 	}
 	if ids := keyIDs(t, s); ids != "pending" {
 		t.Fatalf("ring = %q", ids)
+	}
+}
+
+// RemoveStateKey removes any key, the sealing and pending ones too.
+func testKeyRingRemove(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	if err := s.RemoveStateKey(ctx, "x"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("remove on an empty ring: %v, want ErrNotFound", err)
+	}
+	pending := stateKey("pending", base)
+	pending.ActivatesAt = base.Add(time.Hour)
+	for _, k := range []*store.StateKey{stateKey("sealing", base), pending} {
+		if err := s.AddStateKey(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"pending", "sealing"} {
+		if err := s.RemoveStateKey(ctx, id); err != nil {
+			t.Fatalf("RemoveStateKey(%s): %v", id, err)
+		}
+	}
+	if ids := keyIDs(t, s); ids != "" {
+		t.Fatalf("ring after removing both = %q", ids)
+	}
+}
+
+// The first check stored stays: a second InitMasterKeyCheck returns it.
+func testMasterKeyCheck(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	if v, err := s.MasterKeyCheck(ctx); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("MasterKeyCheck on a new store = %x, %v; want ErrNotFound", v, err)
+	}
+	if _, err := s.InitMasterKeyCheck(ctx, nil); err == nil {
+		t.Fatal("InitMasterKeyCheck(empty) accepted")
+	}
+	first, second := []byte("check one"), []byte("check two")
+	var wg sync.WaitGroup
+	got := make([][]byte, 4)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := first
+			if i%2 == 1 {
+				c = second
+			}
+			v, err := s.InitMasterKeyCheck(ctx, c)
+			if err != nil {
+				t.Errorf("InitMasterKeyCheck: %v", err)
+			}
+			got[i] = v
+		}()
+	}
+	wg.Wait()
+	stored, err := s.MasterKeyCheck(ctx)
+	if err != nil || (!bytes.Equal(stored, first) && !bytes.Equal(stored, second)) {
+		t.Fatalf("MasterKeyCheck = %q, %v", stored, err)
+	}
+	for i, v := range got {
+		if !bytes.Equal(v, stored) {
+			t.Errorf("caller %d got %q, stored is %q", i, v, stored)
+		}
+	}
+	if v, err := s.InitMasterKeyCheck(ctx, []byte("later")); err != nil || !bytes.Equal(v, stored) {
+		t.Fatalf("a later InitMasterKeyCheck = %q, %v; want the stored %q", v, err, stored)
 	}
 }
