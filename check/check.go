@@ -90,8 +90,9 @@ type Result struct {
 	ID string `json:"id"`
 	// Expectation is what a safe server does, in one sentence.
 	Expectation string `json:"expectation"`
-	// Observed is what the server did (server text clipped and escaped,
-	// tokens redacted).
+	// Observed is what the server did: server text clipped and with the
+	// secrets redacted, but not escaped (WriteText escapes control
+	// characters once, as \n or \uXXXX; JSON escapes it its own way).
 	Observed string `json:"observed"`
 	// Verdict is the case's verdict.
 	Verdict Verdict `json:"verdict"`
@@ -175,14 +176,14 @@ func (r *Report) WriteText(w io.Writer) error {
 	case r.Server != nil:
 		server = r.Server.Name + " " + r.Server.Version
 	}
-	fmt.Fprintf(&b, "elicit check %s  tool %s  (%s, protocol %s)\n\n", r.URL, r.Tool, escape(server), r.ProtocolVersion)
+	fmt.Fprintf(&b, "elicit check %s  tool %s  (%s, protocol %s)\n\n", escapeText(r.URL), escapeText(r.Tool), clipEscape(server, 160), r.ProtocolVersion)
 	width := 0
 	for _, res := range r.Results {
 		width = max(width, len(res.ID))
 	}
 	for _, res := range r.Results {
 		fmt.Fprintf(&b, "%-*s  %-14s  expect:   %s\n", width, res.ID, strings.ToUpper(string(res.Verdict)), res.Expectation)
-		fmt.Fprintf(&b, "%-*s  %-14s  observed: %s\n", width, "", "", res.Observed)
+		fmt.Fprintf(&b, "%-*s  %-14s  observed: %s\n", width, "", "", escapeText(res.Observed))
 	}
 	s := r.Summary
 	fmt.Fprintf(&b, "\n%d cases: %d pass, %d fail, %d not applicable, %d could not test\n",
@@ -207,9 +208,12 @@ type Config struct {
 	OtherToken string
 	// OtherTool names the tool to replay the state against
 	// (replay-other-tool); it is called with no arguments, or with Args
-	// when it requires some. "" means the first tool the server marks
-	// read-only or non-destructive: the checker calls no other tool that
-	// might change something.
+	// when it requires some. A named tool must be listed by tools/list
+	// (else Run fails with a KindNoTool StartError); when it requires
+	// arguments Args lacks, replay-other-tool is "could not test" and
+	// names them. "" means the first tool the server marks read-only or
+	// non-destructive: the checker calls no other tool that might change
+	// something.
 	OtherTool string
 	// HTTPClient sends the MCP requests; nil means a new client. URL-mode
 	// links are fetched with a separate client that keeps no cookies.
@@ -344,7 +348,7 @@ const (
 	KindUnreachable  = "unreachable"   // no HTTP answer
 	KindTokenRefused = "token-refused" // HTTP 401 or 403
 	KindNotMCP       = "not-mcp"       // an answer that is not JSON-RPC
-	KindNoTool       = "no-such-tool"  // tools/list does not list the tool
+	KindNoTool       = "no-such-tool"  // tools/list does not list the tool or the other tool
 	KindListFailed   = "list-failed"   // tools/list answered an error
 	KindInterrupted  = "interrupted"   // the context was cancelled
 	KindTimedOut     = "timed-out"     // the context's deadline passed
@@ -397,25 +401,45 @@ func (cfg *Config) startError(step string, err error) *StartError {
 	return se
 }
 
-// escape clips s to n runes and writes control, format and other
-// non-graphic characters as \u escapes, so server text cannot reorder or
-// hide a line of the report.
-func escape(s string) string { return clipEscape(s, 160) }
-
-func clipEscape(s string, n int) string {
-	var b strings.Builder
+// clip cuts s to n runes, marking a cut with "…". Server text is clipped
+// raw: the text report escapes it once (escapeText) and the JSON encoder
+// escapes it for JSON, so neither shows it escaped twice.
+func clip(s string, n int) string {
 	i := 0
-	for _, r := range s {
+	for j := range s {
 		if i == n {
-			b.WriteString("…")
-			break
+			return s[:j] + "…"
 		}
 		i++
-		if r == ' ' || (unicode.IsGraphic(r) && !unicode.Is(unicode.Cf, r)) {
+	}
+	return s
+}
+
+// quoted is clip(s, n) between double quotes, for a value in a sentence.
+func quoted(s string, n int) string { return `"` + clip(s, n) + `"` }
+
+// escapeText writes control, format and other non-graphic characters of
+// s as escapes (\n, \r, \t, else \uXXXX), so server text cannot reorder or
+// hide a line of a text report or message.
+func escapeText(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == ' ' || (unicode.IsGraphic(r) && !unicode.Is(unicode.Cf, r)):
 			b.WriteRune(r)
-			continue
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		default:
+			fmt.Fprintf(&b, "\\u%04x", r)
 		}
-		fmt.Fprintf(&b, "\\u%04x", r)
 	}
 	return b.String()
 }
+
+// clipEscape is escapeText(clip(s, n)), for the messages of errors, which
+// are text only.
+func clipEscape(s string, n int) string { return escapeText(clip(s, n)) }

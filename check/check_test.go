@@ -250,3 +250,35 @@ func FuzzStateDecoding(f *testing.F) {
 		}
 	})
 }
+
+// TestObservedEscapedOnce: server text with a newline or a bidi control
+// is escaped once in the text report (\n, \u202e) and kept raw in JSON,
+// where the encoder escapes it; neither shows an escaped backslash.
+func TestObservedEscapedOnce(t *testing.T) {
+	o := parseResult(json.RawMessage(`{"resultType":"complete","content":[{"type":"text","text":"12 draft(s):\n- a\t\u202eb\\c"}]}`))
+	rep := &Report{URL: "http://127.0.0.1/mcp", Tool: "list_drafts"}
+	rep.add(Result{ID: CaseDecline, Verdict: Pass, Observed: "decline: " + o.String()})
+	var text, js strings.Builder
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if want := `observed: decline: complete result "12 draft(s):\n- a\t\u202eb\c"`; !strings.Contains(text.String(), want) {
+		t.Errorf("text report:\n%s\nwant %s", text.String(), want)
+	}
+	if strings.Contains(text.String(), "\n- a") || strings.Contains(text.String(), "\u202e") {
+		t.Errorf("the text report holds a raw control character:\n%s", text.String())
+	}
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(js.String(), `\\n`) || strings.Contains(js.String(), `\\u`) {
+		t.Errorf("JSON escaped twice:\n%s", js.String())
+	}
+	var back Report
+	if err := json.Unmarshal([]byte(js.String()), &back); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := back.Results[0].Observed, "decline: complete result \"12 draft(s):\n- a\t\u202eb\\c\""; got != want {
+		t.Errorf("JSON observed %q, want %q", got, want)
+	}
+}

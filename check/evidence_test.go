@@ -24,9 +24,11 @@ type fake struct {
 	ask   string
 	// refuseRetries refuses every retry, even with a state it issued.
 	refuseRetries bool
-	hook          func(w http.ResponseWriter, r *http.Request, method string, id json.RawMessage) bool
-	calls         atomic.Int32
-	issued        sync.Map
+	// tools are more tools/list entries (JSON objects, comma-separated).
+	tools  string
+	hook   func(w http.ResponseWriter, r *http.Request, method string, id json.RawMessage) bool
+	calls  atomic.Int32
+	issued sync.Map
 }
 
 func (f *fake) start(t *testing.T) string {
@@ -50,7 +52,11 @@ func (f *fake) start(t *testing.T) string {
 		case req.Method == "server/discover":
 			result = `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"private"}`
 		case req.Method == "tools/list":
-			result = `{"resultType":"complete","tools":[{"name":"t","inputSchema":{"type":"object"}}],"ttlMs":0,"cacheScope":"private"}`
+			tools := `{"name":"t","inputSchema":{"type":"object"}}`
+			if f.tools != "" {
+				tools += "," + f.tools
+			}
+			result = `{"resultType":"complete","tools":[` + tools + `],"ttlMs":0,"cacheScope":"private"}`
 		case req.Params.RequestState == nil:
 			ask := f.ask
 			if ask == "" {
@@ -383,4 +389,36 @@ func FuzzJudgeLinkPage(f *testing.F) {
 			t.Fatalf("%q: %s %q", body, v, why)
 		}
 	})
+}
+
+// TestOtherToolNamed: a named other tool is checked against tools/list: an
+// unknown one stops the run, one whose required arguments are not in the
+// arguments says so, and one whose are is called with them.
+func TestOtherToolNamed(t *testing.T) {
+	const tools = `{"name":"needs_id","inputSchema":{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}},` +
+		`{"name":"needs_n","inputSchema":{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}}`
+	url := (&fake{tools: tools}).start(t)
+	_, err := Run(context.Background(), Config{URL: url, Tool: "t", OtherTool: "nope"})
+	var se *StartError
+	if !errors.As(err, &se) || se.Kind != KindNoTool || !strings.Contains(se.Message, `no tool "nope" on the server`) {
+		t.Errorf("unknown --other-tool: %v; want a %s StartError", err, KindNoTool)
+	}
+	for _, tc := range []struct {
+		other, args string
+		verdict     Verdict
+		says        string
+	}{
+		{"needs_id", `{"n":1}`, CouldNotTest, `the other tool "needs_id" requires the arguments "id", which the arguments given (--args) lack`},
+		// The fake lets any tool take the state: the named tool was called.
+		{"needs_n", `{"n":1}`, Fail, `sent to "needs_n"`},
+	} {
+		rep, err := Run(context.Background(), Config{URL: url, Tool: "t", OtherTool: tc.other, Args: json.RawMessage(tc.args)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rep.Result(CaseReplayOtherTool)
+		if r.Verdict != tc.verdict || !strings.Contains(r.Observed, tc.says) || strings.Contains(r.Observed, "name one with --other-tool") {
+			t.Errorf("--other-tool %s: %s %q; want %s saying %q", tc.other, r.Verdict, r.Observed, tc.verdict, tc.says)
+		}
+	}
 }

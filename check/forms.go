@@ -30,7 +30,7 @@ func (c *checker) caseFormInvalid(ctx context.Context) Result {
 	key := keys[0]
 	s, err := elicit.ParseSchemaForAnswers(c.first.requests[key].elicit.RequestedSchema)
 	if err != nil {
-		return Result{Verdict: CouldNotTest, Observed: "the requested schema of " + clipEscape(key, 40) + " is not a flat form schema: " + clipEscape(err.Error(), 120)}
+		return Result{Verdict: CouldNotTest, Observed: "the requested schema of " + clip(key, 40) + " is not a flat form schema: " + clip(err.Error(), 120)}
 	}
 	if c.controlOut == nil || c.control != answerGood {
 		return Result{Verdict: CouldNotTest, Observed: "a valid form answer did not move the call on, so a refusal of an invalid one proves nothing" + strings.TrimPrefix(" ("+c.controlWhy+")", " ()")}
@@ -42,7 +42,7 @@ func (c *checker) caseFormInvalid(ctx context.Context) Result {
 			return Result{Verdict: CouldNotTest, Observed: why}
 		}
 		if _, ok := op.requests[key]; !ok {
-			return Result{Verdict: CouldNotTest, Observed: "a fresh call did not ask " + clipEscape(key, 40) + " again"}
+			return Result{Verdict: CouldNotTest, Observed: "a fresh call did not ask " + clip(key, 40) + " again"}
 		}
 		resp := answers(op, answerGood)
 		resp[key] = acceptWith(bad.content)
@@ -75,14 +75,14 @@ func (c *checker) caseFormSecret(context.Context) Result {
 			} `json:"properties"`
 		}
 		if err := json.Unmarshal(c.first.requests[key].elicit.RequestedSchema, &s); err != nil {
-			return Result{Verdict: CouldNotTest, Observed: "the requested schema of " + clipEscape(key, 40) + " is not readable"}
+			return Result{Verdict: CouldNotTest, Observed: "the requested schema of " + clip(key, 40) + " is not readable"}
 		}
 		for _, name := range sortedKeys(s.Properties) {
 			p := s.Properties[name]
-			checked = append(checked, clipEscape(name, 40))
+			checked = append(checked, clip(name, 40))
 			for _, f := range []struct{ where, text string }{{"name", name}, {"title", p.Title}, {"description", p.Description}} {
 				if w, ok := elicit.LooksSecret(f.text); ok {
-					secret = append(secret, fmt.Sprintf("%s %q: its %s mentions %q", clipEscape(key, 40), clipEscape(name, 40), f.where, w))
+					secret = append(secret, fmt.Sprintf("%s %s: its %s mentions %q", clip(key, 40), quoted(name, 40), f.where, w))
 					break
 				}
 			}
@@ -120,14 +120,14 @@ func (c *checker) caseURLSafe(context.Context) Result {
 		raw := links[key]
 		probs := urlProblems(raw, append([]string{c.cfg.Token, c.cfg.OtherToken}, c.argValues()...))
 		if len(probs) > 0 {
-			bad = append(bad, clipEscape(key, 40)+": "+strings.Join(probs, "; "))
+			bad = append(bad, clip(key, 40)+": "+strings.Join(probs, "; "))
 			continue
 		}
 		note := ""
 		if !sameOrigin(raw, c.cfg.URL) {
 			note = " (on another origin than the MCP endpoint: make sure it is the server's own page)"
 		}
-		ok = append(ok, clipEscape(key, 40)+": "+clipEscape(c.redact(raw), 120)+note)
+		ok = append(ok, clip(key, 40)+": "+clip(c.redact(raw), 120)+note)
 	}
 	if len(bad) > 0 {
 		return Result{Verdict: Fail, Observed: strings.Join(bad, " | ")}
@@ -160,7 +160,7 @@ func urlProblems(raw string, values []string) []string {
 			if w == "" {
 				w = name
 			}
-			out = append(out, fmt.Sprintf("query parameter %q looks like a credential (%q)", clipEscape(name, 40), w))
+			out = append(out, fmt.Sprintf("query parameter %s looks like a credential (%q)", quoted(name, 40), w))
 		}
 	}
 	decoded, _ := url.QueryUnescape(raw)
@@ -211,11 +211,11 @@ func (c *checker) caseURLNoLogin(ctx context.Context) Result {
 	case c.cfg.FetchLinks == FetchNever:
 		return Result{Verdict: CouldNotTest, Observed: "links are not opened (fetch-links never)"}
 	case c.cfg.FetchLinks == FetchSafe && !own && !c.safeLink(link):
-		return Result{Verdict: CouldNotTest, Observed: "the link of " + clipEscape(key, 40) + " is neither on the endpoint's origin nor an https link that passes url-safe, so it was not opened (fetch-links safe; --fetch-links any opens it)"}
+		return Result{Verdict: CouldNotTest, Observed: "the link of " + clip(key, 40) + " is neither on the endpoint's origin nor an https link that passes url-safe, so it was not opened (fetch-links safe; --fetch-links any opens it)"}
 	}
 	res, err := fetchNoLogin(ctx, link, c.cfg.FetchLinks == FetchSafe && !own)
 	if err != nil {
-		return Result{Verdict: CouldNotTest, Observed: "fetching the link of " + clipEscape(key, 40) + ": " + clipEscape(c.redact(err.Error()), 160)}
+		return Result{Verdict: CouldNotTest, Observed: "fetching the link of " + clip(key, 40) + ": " + clip(c.redact(err.Error()), 160)}
 	}
 	v, why := judgeLinkPage(res, c.names())
 	return Result{Verdict: v, Observed: c.redact(res.String() + ": " + why)}
@@ -269,7 +269,7 @@ func judgeLinkPage(f *fetched, names []string) (Verdict, string) {
 	case len(f.sessionCookies) > 0:
 		return Fail, "a session cookie was set without any login"
 	case ok && successPage.MatchString(f.body):
-		return Fail, fmt.Sprintf("the page says %q without any login", clipEscape(successPage.FindString(f.body), 40))
+		return Fail, fmt.Sprintf("the page says %s without any login", quoted(successPage.FindString(f.body), 40))
 	case ok && !login && mentions(f.body, names):
 		return Fail, "the page names the user without any login"
 	case f.status == http.StatusUnauthorized || f.status == http.StatusForbidden:
@@ -394,9 +394,9 @@ func fetchNoLogin(ctx context.Context, raw string, public bool) (*fetched, error
 				continue // a deletion
 			}
 			if sessionCookie.MatchString(ck.Name) && !strings.Contains(strings.ToLower(ck.Name), "csrf") {
-				f.sessionCookies = append(f.sessionCookies, clipEscape(ck.Name, 40))
+				f.sessionCookies = append(f.sessionCookies, clip(ck.Name, 40))
 			} else {
-				f.otherCookies = append(f.otherCookies, clipEscape(ck.Name, 40))
+				f.otherCookies = append(f.otherCookies, clip(ck.Name, 40))
 			}
 		}
 		f.status, f.body = resp.StatusCode, string(body)
@@ -409,10 +409,10 @@ func fetchNoLogin(ctx context.Context, raw string, public bool) (*fetched, error
 			return f, nil
 		}
 		if f.loginRedirect == "" && loginPath.MatchString(u.Path) {
-			f.loginRedirect = clipEscape(u.Scheme+"://"+u.Host+u.Path, 120)
+			f.loginRedirect = clip(u.Scheme+"://"+u.Host+u.Path, 120)
 		}
 		if u.Scheme != start.Scheme || u.Host != start.Host {
-			f.leftOrigin = clipEscape(u.Scheme+"://"+u.Host, 80)
+			f.leftOrigin = clip(u.Scheme+"://"+u.Host, 80)
 			return f, nil
 		}
 		next = u

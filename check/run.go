@@ -96,7 +96,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		cfg.FetchLinks = FetchSafe
 	case FetchNever, FetchSafe, FetchAny:
 	default:
-		return nil, fmt.Errorf("%w: FetchLinks %q is not never, safe or any", ErrConfig, clipEscape(string(cfg.FetchLinks), 20))
+		return nil, fmt.Errorf("%w: FetchLinks \"%s\" is not never, safe or any", ErrConfig, clipEscape(string(cfg.FetchLinks), 20))
 	}
 	args := json.RawMessage("{}")
 	if len(bytes.TrimSpace(cfg.Args)) > 0 {
@@ -123,7 +123,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if se := c.cfg.startError(mcp.MethodDiscover, err); se != nil {
 			return nil, se
 		}
-		rep.DiscoveryError = clipEscape(c.redact(strings.TrimPrefix(err.Error(), "mcpclient: ")), 200)
+		rep.DiscoveryError = clip(c.redact(strings.TrimPrefix(err.Error(), "mcpclient: ")), 200)
 		c.allCases(rep, CouldNotTest, "server/discover failed, so the server does not speak MCP "+mcp.ProtocolVersion+" here: "+rep.DiscoveryError)
 		return c.finish(rep), nil
 	}
@@ -143,7 +143,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	if c.tool == nil {
-		return nil, &StartError{Kind: KindNoTool, Message: fmt.Sprintf("the server lists no tool %q", clipEscape(c.redact(cfg.Tool), 80))}
+		return nil, &StartError{Kind: KindNoTool, Message: "the server lists no tool \"" + clipEscape(c.redact(cfg.Tool), 80) + "\""}
+	}
+	if cfg.OtherTool != "" && c.otherTool() == nil {
+		return nil, &StartError{Kind: KindNoTool, Message: "no tool \"" + clipEscape(c.redact(cfg.OtherTool), 80) + "\" on the server (named as the other tool, --other-tool)"}
 	}
 	c.first = c.start(ctx, c.a, c.args, &c.full)
 	if c.first.err != nil {
@@ -475,11 +478,11 @@ func (c *checker) casePlaintext(ctx context.Context) Result {
 	var found []string
 	var jsonDoc []byte
 	if rawText(s) {
-		found = append(found, "is readable text ("+clipEscape(c.redact(s), 80)+")")
+		found = append(found, "is readable text ("+clip(c.redact(s), 80)+")")
 	}
 	for i, d := range decodings(s) {
 		if kind, ok := readable(d); ok && (i > 0 || kind == "JSON") { // the state itself is text
-			found = append(found, "decodes to readable "+kind+" ("+clipEscape(c.redact(string(d)), 80)+")")
+			found = append(found, "decodes to readable "+kind+" ("+clip(c.redact(string(d)), 80)+")")
 			if kind == "JSON" && jsonDoc == nil && reencodeLike(s, d) != "" {
 				jsonDoc = d
 			}
@@ -488,8 +491,8 @@ func (c *checker) casePlaintext(ctx context.Context) Result {
 	}
 	for _, d := range decodings(s) {
 		for _, v := range append([]string{c.cfg.Token, c.cfg.Tool}, c.argValues()...) {
-			if len(v) >= 3 && bytes.Contains(d, []byte(v)) && !slices.Contains(found, "holds "+strconv.Quote(c.redact(v))+" verbatim") {
-				found = append(found, "holds "+strconv.Quote(c.redact(v))+" verbatim")
+			if len(v) >= 3 && bytes.Contains(d, []byte(v)) && !slices.Contains(found, "holds "+quoted(c.redact(v), 80)+" verbatim") {
+				found = append(found, "holds "+quoted(c.redact(v), 80)+" verbatim")
 			}
 		}
 	}
@@ -517,8 +520,8 @@ const minSealedBytes = 16
 // cases say whether the server binds it.
 func (c *checker) sealedOnEvidence(ctx context.Context, s string) Result {
 	if n := decodedLen(s); n < minSealedBytes {
-		return Result{Verdict: CouldNotTest, Observed: fmt.Sprintf("the state %q is %d bytes decoded, too short to carry an authenticator (%d bytes at least): it is a constant or a handle, not a sealed state; whether the server binds it is for the replay cases",
-			clipEscape(c.redact(s), 40), n, minSealedBytes)}
+		return Result{Verdict: CouldNotTest, Observed: fmt.Sprintf("the state %s is %d bytes decoded, too short to carry an authenticator (%d bytes at least): it is a constant or a handle, not a sealed state; whether the server binds it is for the replay cases",
+			quoted(c.redact(s), 40), n, minSealedBytes)}
 	}
 	op := c.start(ctx, c.a, c.args, &c.full)
 	switch {
@@ -657,7 +660,7 @@ func (c *checker) findChangedArgs(ctx context.Context) {
 		m[name] = v
 		b := mustJSON(m)
 		op := c.start(ctx, c.a, b, &c.full)
-		what := fmt.Sprintf("%q changed to %s", name, clipEscape(string(mustJSON(v)), 60))
+		what := fmt.Sprintf("%s changed to %s", quoted(name, 40), clip(string(mustJSON(v)), 60))
 		if op.inputReq && len(op.requests) > 0 {
 			c.changedArgs, c.changedWhat = b, what
 			return
@@ -708,6 +711,12 @@ func (c *checker) caseOtherTool(ctx context.Context) Result {
 	}
 	var argsMap map[string]any
 	_ = json.Unmarshal(c.args, &argsMap)
+	if t := c.otherTool(); t != nil {
+		if missing := missingArgs(t, argsMap); len(missing) > 0 {
+			return Result{Verdict: CouldNotTest, Observed: fmt.Sprintf("the other tool %s requires the arguments %s, which the arguments given (--args) lack: it is called with them when it requires any, with {} otherwise",
+				quoted(t.Name, 40), quoted(strings.Join(missing, ", "), 120))}
+		}
+	}
 	var notes []string
 	for _, t := range c.otherTools(argsMap) {
 		args := json.RawMessage("{}")
@@ -716,7 +725,7 @@ func (c *checker) caseOtherTool(ctx context.Context) Result {
 		}
 		base := c.do(ctx, call{client: c.a, tool: t.Name, args: args, caps: &c.full})
 		if base.err != nil || base.rpc != nil || base.isError {
-			notes = append(notes, clipEscape(t.Name, 40)+" without state: "+base.String())
+			notes = append(notes, clip(t.Name, 40)+" without state: "+base.String())
 			continue
 		}
 		op, why := c.startAsk(ctx, c.args)
@@ -724,7 +733,7 @@ func (c *checker) caseOtherTool(ctx context.Context) Result {
 			return Result{Verdict: CouldNotTest, Observed: why}
 		}
 		o := c.do(ctx, call{client: c.a, tool: t.Name, args: args, caps: &c.full, responses: answers(op, c.control), state: op.state})
-		what := fmt.Sprintf("this tool's state and answers sent to %q (which, without them, answers %s)", clipEscape(t.Name, 40), base.String())
+		what := fmt.Sprintf("this tool's state and answers sent to %s (which, without them, answers %s)", quoted(t.Name, 40), base.String())
 		switch {
 		case o.err != nil:
 			return Result{Verdict: CouldNotTest, Observed: what + ": " + o.String()}
@@ -738,7 +747,7 @@ func (c *checker) caseOtherTool(ctx context.Context) Result {
 			return Result{Verdict: Fail, Observed: what + ": " + o.String() + ": the other tool took them"}
 		}
 		// It completes without input either way: no evidence; try another.
-		notes = append(notes, clipEscape(t.Name, 40)+" completes with or without the state ("+o.String()+")")
+		notes = append(notes, clip(t.Name, 40)+" completes with or without the state ("+o.String()+")")
 	}
 	if len(notes) == 0 {
 		return Result{Verdict: CouldNotTest, Observed: "no other tool is marked read-only or non-destructive and callable with no arguments or with these (name one with --other-tool)"}
@@ -753,6 +762,28 @@ func required(t *mcp.Tool) []string {
 	}
 	_ = json.Unmarshal(t.InputSchema, &s)
 	return s.Required
+}
+
+// otherTool returns the tool named by Config.OtherTool, nil when none is
+// named or the server does not list it.
+func (c *checker) otherTool() *mcp.Tool {
+	for _, t := range c.tools {
+		if c.cfg.OtherTool != "" && t.Name == c.cfg.OtherTool {
+			return t
+		}
+	}
+	return nil
+}
+
+// missingArgs returns t's required arguments that args lacks.
+func missingArgs(t *mcp.Tool, args map[string]any) []string {
+	var out []string
+	for _, r := range required(t) {
+		if _, has := args[r]; !has {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // otherTools lists the tools other than the checked one that can be
@@ -770,12 +801,7 @@ func (c *checker) otherTools(args map[string]any) []*mcp.Tool {
 		// Calling a tool the user did not name is only safe when it says
 		// it changes nothing.
 		ok := c.cfg.OtherTool != "" || readOnly(t) || notDestructive(t)
-		for _, r := range required(t) {
-			if _, has := args[r]; !has {
-				ok = false
-			}
-		}
-		if ok {
+		if ok && len(missingArgs(t, args)) == 0 {
 			out = append(out, t)
 		}
 	}

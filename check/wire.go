@@ -102,13 +102,13 @@ func (o *outcome) class() string {
 func (o *outcome) String() string {
 	switch {
 	case o.err != nil:
-		return "request failed: " + clipEscape(o.err.Error(), 160)
+		return "request failed: " + clip(o.err.Error(), 160)
 	case o.rpc != nil:
-		return fmt.Sprintf("JSON-RPC error %d (HTTP %d) %q", o.rpc.Code, o.rpc.HTTPStatus, clipEscape(o.rpc.Message, 100))
+		return fmt.Sprintf("JSON-RPC error %d (HTTP %d) %s", o.rpc.Code, o.rpc.HTTPStatus, quoted(o.rpc.Message, 100))
 	case o.complete && o.isError:
-		return fmt.Sprintf("isError result %q", clipEscape(o.text, 120))
+		return "isError result " + quoted(o.text, 120)
 	case o.complete:
-		return fmt.Sprintf("complete result %q", clipEscape(o.text, 120))
+		return "complete result " + quoted(o.text, 120)
 	case len(o.requests) == 0:
 		return "input_required with requestState only (come back later)"
 	}
@@ -116,9 +116,9 @@ func (o *outcome) String() string {
 	for _, k := range o.keys() {
 		r := o.requests[k]
 		if m := r.mode(); m != "" {
-			parts = append(parts, fmt.Sprintf("%s (%s mode)", clipEscape(k, 40), m))
+			parts = append(parts, fmt.Sprintf("%s (%s mode)", clip(k, 40), m))
 		} else {
-			parts = append(parts, fmt.Sprintf("%s (%s)", clipEscape(k, 40), clipEscape(r.method, 40)))
+			parts = append(parts, fmt.Sprintf("%s (%s)", clip(k, 40), clip(r.method, 40)))
 		}
 	}
 	return "input_required asking " + strings.Join(parts, ", ")
@@ -205,7 +205,7 @@ func parseResult(raw json.RawMessage) *outcome {
 		return o
 	case mcp.ResultTypeInputRequired:
 	default:
-		return &outcome{err: fmt.Errorf("unknown resultType %q", clipEscape(head.ResultType, 40))}
+		return &outcome{err: fmt.Errorf("unknown resultType %s", quoted(head.ResultType, 40))}
 	}
 	o := &outcome{inputReq: true, requests: map[string]inputReq{}, state: head.RequestState}
 	for k, v := range head.InputRequests {
@@ -214,7 +214,7 @@ func parseResult(raw json.RawMessage) *outcome {
 			Params json.RawMessage `json:"params"`
 		}
 		if err := json.Unmarshal(v, &r); err != nil {
-			return &outcome{err: fmt.Errorf("input request %q is not {method, params}", clipEscape(k, 40))}
+			return &outcome{err: fmt.Errorf("input request %s is not {method, params}", quoted(k, 40))}
 		}
 		ir := inputReq{method: r.Method, params: r.Params}
 		if r.Method == mcp.MethodElicitationCreate {

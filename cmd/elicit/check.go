@@ -35,7 +35,8 @@ could not test (with the reason).
                       (default $ELICIT_OTHER_TOKEN)
   --other-tool NAME   the tool to replay the state against (default: one the
                       server marks read-only or non-destructive; no other
-                      tool is ever called)
+                      tool is ever called); it must be listed, and is called
+                      with {} or, when it requires arguments, with --args
   --fetch-links P     which URL-mode links to open for url-no-login: never,
                       safe (default: on the endpoint's origin, or https links
                       that pass url-safe and are not on an internal or
@@ -48,7 +49,7 @@ could not test (with the reason).
 
 Exit status: 0 no case failed and at least one passed; 1 a case failed;
 2 usage error; 3 the check could not run (server unreachable, token
-refused, not an MCP endpoint, tool not listed) or tested nothing (every
+refused, not an MCP endpoint, tool or other tool not listed) or tested nothing (every
 case not applicable or could not test).
 `
 
