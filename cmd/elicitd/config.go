@@ -258,9 +258,28 @@ func (cfg *config) check() error {
 	if cfg.auth.mode != "jwt" && !isLoopback(u.Hostname()) && !cfg.insecureDemoAuth {
 		return fmt.Errorf("--public-url %s is not a loopback origin: demo auth lets anyone claim any user; use --auth jwt, or pass --insecure-demo-auth to accept that", cfg.publicURL)
 	}
-	// The canonical spelling (lower-case scheme and host), without a trailing slash.
-	cfg.publicURL = u.Scheme + "://" + strings.ToLower(u.Host)
+	cfg.publicURL = canonicalOrigin(u)
 	return cfg.auth.check(cfg.publicURL)
+}
+
+// canonicalOrigin spells u's origin the way browsers send it in Origin
+// (RFC 6454 serialization), which the pages compare as text: lower-case
+// scheme and host, no default port (80 for http, 443 for https), the port
+// in plain decimal (no leading zeros), no trailing slash. u has passed
+// validOriginHost.
+func canonicalOrigin(u *url.URL) string {
+	scheme := strings.ToLower(u.Scheme)
+	host := strings.ToLower(u.Hostname())
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]" // IPv6 literal
+	}
+	if p := u.Port(); p != "" {
+		n, _ := strconv.Atoi(p)
+		if !(scheme == "http" && n == 80) && !(scheme == "https" && n == 443) {
+			host += ":" + strconv.Itoa(n)
+		}
+	}
+	return scheme + "://" + host
 }
 
 // validOriginHost reports whether u's host is plain ASCII (an IDN must be
