@@ -409,6 +409,7 @@ func TestOtherToolNamed(t *testing.T) {
 		says        string
 	}{
 		{"needs_id", `{"n":1}`, CouldNotTest, `the other tool "needs_id" requires the arguments "id", which the arguments given (--args) lack`},
+		{"t", `{}`, CouldNotTest, "the other tool named is the checked tool itself"},
 		// The fake lets any tool take the state: the named tool was called.
 		{"needs_n", `{"n":1}`, Fail, `sent to "needs_n"`},
 	} {

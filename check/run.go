@@ -711,6 +711,9 @@ func (c *checker) caseOtherTool(ctx context.Context) Result {
 	}
 	var argsMap map[string]any
 	_ = json.Unmarshal(c.args, &argsMap)
+	if c.cfg.OtherTool == c.cfg.Tool {
+		return Result{Verdict: CouldNotTest, Observed: "the other tool named is the checked tool itself; name another with --other-tool"}
+	}
 	if t := c.otherTool(); t != nil {
 		if missing := missingArgs(t, argsMap); len(missing) > 0 {
 			return Result{Verdict: CouldNotTest, Observed: fmt.Sprintf("the other tool %s requires the arguments %s, which the arguments given (--args) lack: it is called with them when it requires any, with {} otherwise",

@@ -99,8 +99,6 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return usageErr("--tool is required")
 	case cfg.OtherToken != "" && cfg.OtherToken == cfg.Token:
 		return usageErr("--other-token must differ from --token")
-	case cfg.OtherTool != "" && cfg.OtherTool == cfg.Tool:
-		return usageErr("--other-tool must differ from --tool")
 	case cfg.HasUserinfo():
 		// net/http would send it as HTTP Basic credentials.
 		return usageErr("--url %q carries a user name or password; MCP servers take a bearer token: put credentials in --token", cfg.Redact(cfg.URL))

@@ -145,7 +145,6 @@ func TestCheckCommand(t *testing.T) {
 		{[]string{"check", "--url", base + "/mcp", "--tool", "x", "--fetch-links", "some"}, exitUsage, "--fetch-links must be never, safe or any"},
 		{[]string{"check", "--url", base + "/mcp", "--tool", "no_such_tool", "--token", "alice"}, exitFailed, "no tool"},
 		{[]string{"check", "--url", base + "/mcp", "--tool", "export_report", "--token", "alice", "--other-tool", "nope"}, exitFailed, `no tool "nope" on the server`},
-		{[]string{"check", "--url", base + "/mcp", "--tool", "export_report", "--other-tool", "export_report"}, exitUsage, "--other-tool must differ from --tool"},
 		{[]string{"check", "--url", closed, "--tool", "x"}, exitFailed, ""},
 		// A tool that asks for nothing proves nothing: exit 3, not 0.
 		{[]string{"check", "--url", base + "/mcp", "--tool", "billing_status", "--token", "alice"}, exitFailed, "nothing was tested"},
