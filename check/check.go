@@ -22,7 +22,8 @@
 // URL-mode links with no cookies, following redirects only within the
 // link's origin, and by default only links on the endpoint's own origin or
 // https links that pass url-safe (Config.FetchLinks). It never prints the
-// tokens it was given, nor the password of the endpoint URL's userinfo.
+// tokens it was given, nor the password of the endpoint URL's userinfo
+// or the HTTP Basic credentials made of it (Config.Redact).
 package check
 
 import (
@@ -246,9 +247,10 @@ const (
 
 // Redact replaces in s the tokens (as "<token>" and "<other-token>"), the
 // password of the URL's userinfo, or its user name when it has no
-// password (as "xxxxx", also in a URL that does not parse) and the HTTP Basic credentials Go's client derives from that
-// userinfo (base64 of "user:password", as "<basic-credentials>"), also in
-// their URL-escaped spellings: a server may echo the Authorization header.
+// password (as "xxxxx", also in a URL that does not parse), and the HTTP
+// Basic credentials Go's client derives from that userinfo (base64 of
+// "user:password", as "<basic-credentials>"), also in their URL-escaped
+// spellings: a server may echo the Authorization header.
 // Values shorter than three characters are left: replacing them would
 // garble every word, and they guard nothing.
 func (cfg *Config) Redact(s string) string {

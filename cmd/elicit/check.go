@@ -27,7 +27,8 @@ break the form schema; and inspects what it asked: secrets in forms, unsafe
 URL-mode links. Each case gets a verdict: pass, fail, not applicable or
 could not test (with the reason).
 
-  --url URL           the server's MCP endpoint
+  --url URL           the server's MCP endpoint, with no user:password
+                      (credentials go in --token)
   --tool NAME         a tool that asks for input when called
   --args JSON         the tool arguments as one JSON object (default {})
   --token A           bearer token of the user to act as (default $ELICIT_TOKEN)
@@ -40,8 +41,7 @@ could not test (with the reason).
   --fetch-links P     which URL-mode links to open for url-no-login: never,
                       safe (default: on the endpoint's origin, or https links
                       that pass url-safe and are not on an internal or
-                      special-purpose address),
-                      or any
+                      special-purpose address), or any
   --json              print the report as JSON; when there is no report (a
                       usage error too), a JSON error object
                       {"error":{"kind":K,"message":M}}, K "usage" for exit 2
@@ -49,8 +49,8 @@ could not test (with the reason).
 
 Exit status: 0 no case failed and at least one passed; 1 a case failed;
 2 usage error; 3 the check could not run (server unreachable, token
-refused, not an MCP endpoint, tool or other tool not listed) or tested nothing (every
-case not applicable or could not test).
+refused, not an MCP endpoint, tool or other tool not listed) or tested
+nothing (every case not applicable or could not test).
 `
 
 // runCheck is "elicit check"; it returns the exit status.
