@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/mcp-elicit/elicit/elicit"
@@ -199,16 +200,43 @@ func (s *Server) observe(ctx context.Context, in *Incoming, principal string, ri
 // unknown one could otherwise be as long as the request body.
 const maxEchoedName = 128
 
-// clipName returns name unchanged when it fits maxEchoedName bytes; else
-// its first bytes cut at a rune boundary, followed by a marker with the
-// whole name's length ("…(5000 bytes)").
+// clipName returns name as it may be echoed: unchanged when it fits
+// maxEchoedName bytes and holds only graphic runes; else with every
+// non-graphic rune (controls, bidi overrides and other format characters,
+// line separators) written as \uXXXX (\UXXXXXXXX above U+FFFF), a byte
+// that is not UTF-8 as \xNN and a backslash as \\, so that a log line or
+// an error cannot be made to look like something else; and, when that is
+// longer than maxEchoedName bytes, cut at a rune or escape boundary and
+// followed by a marker with the whole name's length ("…(5000 bytes)").
 func clipName(name string) string {
-	if len(name) <= maxEchoedName {
+	if len(name) <= maxEchoedName && !strings.ContainsFunc(name, needsEscape) && utf8.ValidString(name) {
 		return name
 	}
-	cut := maxEchoedName
-	for cut > 0 && !utf8.RuneStart(name[cut]) {
-		cut--
+	var b strings.Builder
+	for i := 0; i < len(name); {
+		r, size := utf8.DecodeRuneInString(name[i:])
+		var esc string
+		switch {
+		case r == utf8.RuneError && size == 1:
+			esc = fmt.Sprintf("\\x%02x", name[i])
+		case r == '\\':
+			esc = `\\`
+		case needsEscape(r) && r > 0xffff:
+			esc = fmt.Sprintf("\\U%08x", r)
+		case needsEscape(r):
+			esc = fmt.Sprintf("\\u%04x", r)
+		default:
+			esc = name[i : i+size]
+		}
+		if b.Len()+len(esc) > maxEchoedName {
+			return fmt.Sprintf("%s…(%d bytes)", b.String(), len(name))
+		}
+		b.WriteString(esc)
+		i += size
 	}
-	return fmt.Sprintf("%s…(%d bytes)", name[:cut], len(name))
+	return b.String()
 }
+
+// needsEscape reports the runes clipName escapes: the backslash (its
+// escape character) and every rune that is not graphic.
+func needsEscape(r rune) bool { return r == '\\' || !unicode.IsGraphic(r) }

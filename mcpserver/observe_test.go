@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/mcp-elicit/elicit/elicit"
 	"github.com/mcp-elicit/elicit/mcp"
@@ -183,7 +186,8 @@ func TestObserverPanicIsContained(t *testing.T) {
 }
 
 // An unknown name is echoed in the error and the Round at most 128 bytes
-// long, cut at a rune boundary and marked with its length.
+// long, cut at a rune boundary and marked with its length, its
+// non-graphic runes escaped.
 func TestUnknownNamesAreClipped(t *testing.T) {
 	o := newObserved(t)
 	tests := []struct {
@@ -194,10 +198,18 @@ func TestUnknownNamesAreClipped(t *testing.T) {
 		{"long ascii", strings.Repeat("a", 5000), strings.Repeat("a", 128) + "…(5000 bytes)"},
 		// 'é' is 2 bytes: byte 128 starts a rune, byte 127 does not.
 		{"long multibyte", "x" + strings.Repeat("é", 3000), "x" + strings.Repeat("é", 63) + "…(6001 bytes)"},
+		// Non-graphic runes are escaped, so a log line cannot be spoofed.
+		{"bidi override", "\u202eevil", `\u202eevil`},
+		{"newline", "a\nb\tc", `a\u000ab\u0009c`},
+		{"zero-width joiner", "a\u200db", `a\u200db`},
+		{"above U+FFFF", "a\U000e0001b", `a\U000e0001b`},
+		{"backslash", `a\u202e`, `a\\u202e`},
+		{"long controls", strings.Repeat("\x01", 100), strings.Repeat(`\u0001`, 21) + "…(100 bytes)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := o.call(t, toolCall(tt.tool, capsAll, ""))
+			quoted, _ := json.Marshal(tt.tool)
+			_, err := o.call(t, toolCall(string(quoted[1:len(quoted)-1]), capsAll, ""))
 			if err == nil {
 				t.Fatal("unknown tool accepted")
 			}
@@ -209,4 +221,25 @@ func TestUnknownNamesAreClipped(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzClipName: whatever the name, the echo is valid UTF-8 of graphic
+// runes only, at most maxEchoedName bytes plus the length marker, and a
+// name that needs nothing is echoed unchanged.
+func FuzzClipName(f *testing.F) {
+	for _, s := range []string{"nope", "\u202eevil", "a\\b", "\xff\xfe", strings.Repeat("é", 100), "a\U000e0001"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		got := clipName(name)
+		if !utf8.ValidString(got) || strings.ContainsFunc(got, func(r rune) bool { return !unicode.IsGraphic(r) }) {
+			t.Fatalf("clipName(%q) = %q: not graphic UTF-8", name, got)
+		}
+		if marker := fmt.Sprintf("…(%d bytes)", len(name)); len(got) > maxEchoedName+len(marker) {
+			t.Fatalf("clipName(%q) is %d bytes", name, len(got))
+		}
+		if len(name) <= maxEchoedName && utf8.ValidString(name) && !strings.ContainsFunc(name, needsEscape) && got != name {
+			t.Fatalf("clipName(%q) = %q, want it unchanged", name, got)
+		}
+	})
 }
