@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -422,4 +423,28 @@ func TestOtherToolNamed(t *testing.T) {
 			t.Errorf("--other-tool %s: %s %q; want %s saying %q", tc.other, r.Verdict, r.Observed, tc.verdict, tc.says)
 		}
 	}
+}
+
+// FuzzUserinfo: every http(s) URL from which net/http would send Basic
+// credentials is seen to carry userinfo, and Redact masks its password
+// in the URL itself.
+func FuzzUserinfo(f *testing.F) {
+	f.Add("http://u:SECRET PW@127.0.0.1:3799/mcp")
+	f.Add("http://user:p%41ss@host/mcp")
+	f.Add("https://a@b@host/x@y")
+	f.Add("http://host?x@y/z")
+	f.Fuzz(func(t *testing.T, raw string) {
+		cfg := Config{URL: raw}
+		red := cfg.Redact(raw)
+		u, err := url.Parse(raw)
+		if err != nil || u.User == nil || (u.Scheme != "http" && u.Scheme != "https") {
+			return
+		}
+		if !cfg.HasUserinfo() {
+			t.Fatalf("%q has userinfo %q but HasUserinfo is false", raw, u.User)
+		}
+		if pw, ok := u.User.Password(); ok && len(pw) >= 3 && !strings.Contains(red, "xxxxx") {
+			t.Fatalf("%q: the password is not masked: %q", raw, red)
+		}
+	})
 }
