@@ -18,7 +18,7 @@ func init() {
 	addSettings(setting{name: "demo-oauth-addr", def: "127.0.0.1:0", usage: "loopback address of the demo calendar provider (a fake OAuth server), or off (no calendar)",
 		apply: func(c *config, v string) error {
 			// "off", not "": an empty environment variable counts as unset.
-			if v == "off" {
+			if isOff(v) {
 				v = ""
 			}
 			c.demoOAuthAddr = v

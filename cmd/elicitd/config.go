@@ -91,13 +91,13 @@ var settings = []setting{
 	{name: "public-url", def: "", defDoc: "http://<addr>", usage: "origin users' browsers reach this server at",
 		apply: func(c *config, v string) error { c.publicURL = v; return nil }},
 	{name: "insecure-demo-auth", def: "false", isBool: true, usage: "allow demo bearer auth (token = user name) on a non-loopback --addr or --public-url",
-		apply: func(c *config, v string) (err error) { c.insecureDemoAuth, err = strconv.ParseBool(v); return err }},
+		apply: func(c *config, v string) (err error) { c.insecureDemoAuth, err = parseBool(v); return err }},
 	{name: "log-level", def: "info", usage: "operational log level: debug, info, warn, error",
 		apply: func(c *config, v string) error { return c.logLevel.UnmarshalText([]byte(v)) }},
 	{name: "audit-log", def: "-", usage: "audit records (JSON lines): - for stdout, off, or a file to append to",
-		apply: func(c *config, v string) error { c.auditLog = v; return nil }},
+		apply: func(c *config, v string) error { c.auditLog = offOr(v); return nil }},
 	{name: "metrics-addr", def: "", defDoc: "on --addr", usage: "host:port of a separate listener for /metrics, /healthz and /readyz, or off (no /metrics)",
-		apply: func(c *config, v string) error { c.metricsAddr = v; return nil }},
+		apply: func(c *config, v string) error { c.metricsAddr = offOr(v); return nil }},
 	{name: "state-keys-refresh", def: "30s", usage: "how often the store's requestState key ring is re-read; must be shorter than keys rotate --activate-after",
 		apply: durationSetter(func(c *config) *time.Duration { return &c.keysRefresh })},
 	{name: "read-header-timeout", def: "10s", usage: "time to read a request's headers",
@@ -112,6 +112,26 @@ var settings = []setting{
 		apply: func(c *config, v string) error { c.masterKeyB64 = v; return nil }},
 	{name: "state-keys", env: stateKeysEnv, envOnly: true, def: "", defDoc: "the store's ring", usage: "requestState key ring id:base64,... (the first seals, all open), instead of the store's (elicitd keys)",
 		apply: func(c *config, v string) error { c.stateKeys = v; return nil }},
+}
+
+// isOff reports whether v is the special value off, in any case.
+func isOff(v string) bool { return strings.EqualFold(v, "off") }
+
+// offOr returns "off" for any spelling of off, else v.
+func offOr(v string) string {
+	if isOff(v) {
+		return "off"
+	}
+	return v
+}
+
+// parseBool is strconv.ParseBool with an error that says what is wanted.
+func parseBool(v string) (bool, error) {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("want true or false, not %q", v)
+	}
+	return b, nil
 }
 
 // addSettings appends settings (from another file's init func).
@@ -142,7 +162,7 @@ func (f *flagValue) String() string   { return f.value }
 func (f *flagValue) IsBoolFlag() bool { return f.isBool }
 func (f *flagValue) Set(v string) error {
 	if f.isBool {
-		if _, err := strconv.ParseBool(v); err != nil {
+		if _, err := parseBool(v); err != nil {
 			return err
 		}
 	}
@@ -160,9 +180,16 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 // variable, else the --config file, else the default; then checks the
 // whole.
 func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*config, error) {
-	fs := flag.NewFlagSet("elicitd", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { writeUsage(stderr) }
+	return loadConfigFor("elicitd", args, getenv, stderr)
+}
+
+// loadConfigFor is loadConfig for the command cmd ("elicitd" or "elicitd
+// keys"): --help prints cmd's usage; a flag error is returned once, with
+// a hint to see cmd --help, and no usage.
+func loadConfigFor(cmd string, args []string, getenv func(string) string, stderr io.Writer) (*config, error) {
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	values := make([]*flagValue, len(settings))
 	for i := range settings {
 		s := &settings[i]
@@ -173,12 +200,17 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*c
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			if cmd == "elicitd" {
+				writeUsage(stderr)
+			} else {
+				_, _ = io.WriteString(stderr, keysUsage)
+			}
 			return nil, err
 		}
-		return nil, usageError{err}
+		return nil, usageError{fmt.Errorf("%w (see %s --help)", err, cmd)}
 	}
 	if fs.NArg() > 0 {
-		return nil, usageError{fmt.Errorf("unexpected arguments: %s (see elicitd --help)", strings.Join(fs.Args(), " "))}
+		return nil, usageError{fmt.Errorf("unexpected arguments: %s (see %s --help)", strings.Join(fs.Args(), " "), cmd)}
 	}
 	// --config first: the file is the lowest layer but names itself.
 	ci := slices.IndexFunc(settings, func(s setting) bool { return s.name == "config" })
@@ -213,6 +245,9 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*c
 			if s.envOnly || from == s.envName() {
 				return nil, fmt.Errorf("%s: %w", s.envName(), err)
 			}
+			if from == "--"+s.name {
+				return nil, fmt.Errorf("--%s: %w", s.name, err)
+			}
 			return nil, fmt.Errorf("--%s (from %s): %w", s.name, from, err)
 		}
 	}
@@ -238,6 +273,9 @@ func (cfg *config) check() error {
 		if _, _, err := net.SplitHostPort(cfg.metricsAddr); err != nil {
 			return fmt.Errorf("--metrics-addr: %w", err)
 		}
+		if sameListener(cfg.addr, cfg.metricsAddr) {
+			return fmt.Errorf("--metrics-addr %s is --addr's listener: give it another port, or leave it empty to serve /metrics on --addr", cfg.metricsAddr)
+		}
 	}
 	if cfg.auditLog == "" {
 		return fmt.Errorf("--audit-log: want -, off or a file path")
@@ -260,6 +298,31 @@ func (cfg *config) check() error {
 	}
 	cfg.publicURL = canonicalOrigin(u)
 	return cfg.auth.check(cfg.publicURL)
+}
+
+// demoAuthExposed reports whether demo auth (anyone can claim any user)
+// is reachable beyond loopback: --insecure-demo-auth with a non-loopback
+// --addr or --public-url. elicitd logs a warning at start then.
+func (cfg *config) demoAuthExposed() bool {
+	if cfg.auth.mode == "jwt" || !cfg.insecureDemoAuth {
+		return false
+	}
+	host, _, _ := net.SplitHostPort(cfg.addr)
+	u, err := url.Parse(cfg.publicURL)
+	return !isLoopback(host) || err != nil || !isLoopback(u.Hostname())
+}
+
+// sameListener reports whether listening on a and b would take the same
+// port: the same non-zero port on the same host, or on any host when
+// either is a wildcard ("", 0.0.0.0, ::).
+func sameListener(a, b string) bool {
+	ha, pa, err1 := net.SplitHostPort(a)
+	hb, pb, err2 := net.SplitHostPort(b)
+	if err1 != nil || err2 != nil || pa != pb || pa == "0" {
+		return false
+	}
+	wild := func(h string) bool { return h == "" || h == "0.0.0.0" || h == "::" }
+	return strings.EqualFold(ha, hb) || wild(ha) || wild(hb)
 }
 
 // canonicalOrigin spells u's origin the way browsers send it in Origin
@@ -304,15 +367,23 @@ const maxConfigFile = 1 << 20
 
 // readConfigFile reads the --config file, refusing anything but a regular
 // file (a device such as /dev/zero, a FIFO, a directory) and a file over
-// maxConfigFile bytes.
+// maxConfigFile bytes. It checks the type before opening (opening a FIFO
+// would wait for a writer), opens without blocking in case the path was
+// swapped meanwhile, and checks the opened file again.
 func readConfigFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	f, err := openNonblocking(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
+	if fi, err = f.Stat(); err != nil {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {

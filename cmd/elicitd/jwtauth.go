@@ -29,8 +29,10 @@ func init() {
 	addSettings(
 		setting{name: "auth", def: "demo", usage: "authentication: demo (bearer token = user name, pages ask a name; loopback only) or jwt (bearer JWTs from --jwt-issuer; pages sign in there with OpenID Connect)",
 			apply: func(c *config, v string) error {
-				if v != "demo" && v != "jwt" {
-					return errors.New("want demo or jwt")
+				if l := strings.ToLower(v); l == "demo" || l == "jwt" {
+					v = l
+				} else {
+					return fmt.Errorf("want demo or jwt, not %q", v)
 				}
 				c.auth.mode = v
 				return nil

@@ -352,9 +352,10 @@ list marks the keys and fails; retire then removes such a key whatever its
 role, as no instance can use it (the repair of a rotation made under another
 master key; --force when the store has no check yet to verify the key).
 
---activate-after D (default 2m) must exceed every instance's
---state-keys-refresh, so that all instances hold the new key before any
-seals with it. retire refuses the key that seals now, a key still to
+--activate-after D (default 2m) must be longer than every instance's
+--state-keys-refresh (this command refuses D <= its own), with a margin for
+clock skew between the instances, so that all instances hold the new key
+before any seals with it. retire refuses the key that seals now, a key still to
 activate, and, unless --force, a key that stopped sealing less than the
 requestState lifetime (10m) ago: states it sealed are still valid. flags are elicitd's (elicitd --help): --data, --store, --config...
 
@@ -470,12 +471,12 @@ func runKeys(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	cfg, err := parseFlags(rest, stderr)
+	cfg, err := loadConfigFor("elicitd keys", rest, os.Getenv, stderr)
 	if err != nil {
 		return err
 	}
-	if verb == "rotate" && activateAfter < cfg.keysRefresh {
-		return fmt.Errorf("--activate-after %v is shorter than --state-keys-refresh %v: instances would seal with a key others have not read yet", activateAfter, cfg.keysRefresh)
+	if verb == "rotate" && activateAfter <= cfg.keysRefresh {
+		return fmt.Errorf("--activate-after %v must be longer than --state-keys-refresh %v (every instance's): instances would seal with a key others have not read yet", activateAfter, cfg.keysRefresh)
 	}
 	master, st, err := openExisting(cfg)
 	if err != nil {

@@ -180,7 +180,10 @@ func TestKeysCommandUsage(t *testing.T) {
 		{[]string{"keys", "list", "extra"}, 2, "unexpected arguments"},
 		{[]string{"keys", "rotate", "--activate-after"}, 2, "needs an argument"},
 		{[]string{"keys", "rotate", "--activate-after=soon"}, 2, "--activate-after"},
-		{[]string{"keys", "rotate", "--activate-after", "10s"}, 1, "shorter than --state-keys-refresh 30s"},
+		{[]string{"keys", "rotate", "--activate-after", "10s"}, 1, "must be longer than --state-keys-refresh 30s"},
+		{[]string{"keys", "rotate", "--activate-after", "30s"}, 1, "must be longer than --state-keys-refresh 30s"},
+		{[]string{"keys", "list", "--bogus"}, 2, "see elicitd keys --help"},
+		{[]string{"keys", "list", "--help"}, 0, "elicitd keys retire ID [--force]"},
 		{[]string{"--bogus"}, 2, "bogus"},
 		{[]string{"serve"}, 2, "unexpected arguments"},
 		{[]string{"--help"}, 0, "Exit status: 0 done (and --help), 1 failed, 2 usage error"},
@@ -264,7 +267,7 @@ func TestKeysCommand(t *testing.T) {
 	if out, err := run("retire", pendingID); err == nil || !strings.Contains(err.Error(), "still to activate") {
 		t.Fatalf("retired the pending key %s: %v\n%s", pendingID, err, out)
 	}
-	out, err = run("rotate", "--activate-after", "1ns", "--state-keys-refresh", "1ns")
+	out, err = run("rotate", "--activate-after", "2ns", "--state-keys-refresh", "1ns")
 	if err != nil {
 		t.Fatalf("rotate now: %v\n%s", err, out)
 	}

@@ -279,6 +279,9 @@ func (a *app) Close() error {
 
 func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 	a := &app{}
+	if cfg.demoAuthExposed() {
+		logger.Warn("demo auth is reachable beyond loopback (--insecure-demo-auth): anyone who reaches this server can act as any user", "addr", cfg.addr, "public_url", cfg.publicURL)
+	}
 	master, err := masterKey(cfg)
 	if err != nil {
 		return nil, err
