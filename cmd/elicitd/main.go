@@ -320,11 +320,12 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	_, err = keys.verifyMaster(ctx)
-	var ring []reqstate.Key
-	if err == nil {
-		ring, err = keys.load(ctx)
+	if _, err := keys.verifyMaster(ctx); err != nil {
+		cancel()
+		a.Close()
+		return nil, err
 	}
+	ring, err := keys.load(ctx)
 	cancel()
 	if err != nil {
 		a.Close()
