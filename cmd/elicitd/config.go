@@ -454,7 +454,8 @@ func writeUsage(w io.Writer) {
   elicitd keys rotate [--activate-after D] [flags]
                                   add a requestState key that seals from now + D (default 2m;
                                   D must exceed every instance's --state-keys-refresh)
-  elicitd keys retire ID [flags]  remove a key that no longer seals (states it sealed stop opening)
+  elicitd keys retire ID [--force] [flags]
+                                  remove a key that no longer seals (states it sealed stop opening)
   elicitd keys --help             the keys command in detail
 
 Exit status: 0 done (and --help), 1 failed, 2 usage error (unknown command

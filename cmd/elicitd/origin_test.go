@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -60,5 +62,26 @@ func TestPublicURLCanonicalOrigin(t *testing.T) {
 				t.Fatalf("a post from another origin: %d\n%s", code, body)
 			}
 		})
+	}
+}
+
+// An unknown tool named with a bidi override reaches the audit record and
+// the error message escaped, so neither can be made to read differently.
+func TestUnknownToolNameEscaped(t *testing.T) {
+	audit := &syncBuffer{}
+	e := newEnvWith(t, func(c *config) { c.auditOut = audit })
+	name := "\u202eevil\n"
+	quoted, _ := json.Marshal(name)
+	r := e.mcp("alice", "tools/call", "=?base64?"+base64.StdEncoding.EncodeToString([]byte(name))+"?=",
+		callBody(1, strings.Trim(string(quoted), `"`), "", metaURL))
+	if r.Error == nil || r.Error.Message != `Unknown tool: \u202eevil\u000a` {
+		t.Fatalf("unknown tool: %d %.300s", r.Status, r.Raw)
+	}
+	lines := auditLines(t, audit.String())
+	if got := lines[len(lines)-1].Name; got != `\u202eevil\u000a` {
+		t.Fatalf("audit name = %q", got)
+	}
+	if strings.ContainsRune(audit.String(), '\u202e') {
+		t.Fatal("the audit log holds U+202E")
 	}
 }
