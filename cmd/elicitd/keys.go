@@ -54,6 +54,9 @@ type stateKeys struct {
 	override []reqstate.Key // ELICIT_STATE_KEYS; nil = the store's ring
 	now      func() time.Time
 	lastErr  atomic.Pointer[string] // the last load's failure, "" when it worked
+	// verified is set by verifyMaster: the master key matches the
+	// store's check, so a stored key that does not open is garbage.
+	verified bool
 }
 
 func newStateKeys(cfg *config, ring store.KeyRing, master []byte, now func() time.Time) (*stateKeys, error) {
@@ -119,10 +122,14 @@ func (k *stateKeys) unopened(stored []*store.StateKey) []string {
 }
 
 // errUnopened is the keys command's refusal when some stored keys do not
-// open: the master key differs from the instances' (or the ring holds a
-// key sealed under another one).
-func errUnopened(ids []string) error {
-	return fmt.Errorf("state keys %s do not open with this master key: is %s (or --data's master.key) the one the instances use? Nothing was changed",
+// open: they were sealed under another master key, or (when the store has
+// no check to verify it) this master key is not the instances'.
+func (k *stateKeys) errUnopened(ids []string) error {
+	if k.verified {
+		return fmt.Errorf("state keys %s do not open with this master key, which matches the store's check: no instance can use them; remove each with elicitd keys retire ID. Nothing was changed",
+			strings.Join(ids, ", "))
+	}
+	return fmt.Errorf("state keys %s do not open with this master key: is %s (or --data's master.key) the one the instances use? If it is, no instance can use them: remove each with elicitd keys retire ID --force. Nothing was changed",
 		strings.Join(ids, ", "), masterKeyEnv)
 }
 
@@ -200,7 +207,7 @@ func (k *stateKeys) rotate(ctx context.Context, activateAfter time.Duration) (*s
 		return nil, err
 	}
 	if bad := k.unopened(stored); len(bad) > 0 {
-		return nil, errUnopened(bad)
+		return nil, k.errUnopened(bad)
 	}
 	if len(stored) == 0 {
 		d, err := k.derived()
@@ -235,15 +242,15 @@ func (k *stateKeys) rotate(ctx context.Context, activateAfter time.Duration) (*s
 // A key that does not open under the master key is removed whatever its
 // role, since no instance can use it (the repair of a rotation made under
 // another master key), provided the master key matches the store's check
-// value (verified) or force.
-func (k *stateKeys) retire(ctx context.Context, id string, verified, force bool) (string, error) {
+// value (k.verified) or force.
+func (k *stateKeys) retire(ctx context.Context, id string, force bool) (string, error) {
 	stored, err := k.ring.StateKeys(ctx)
 	if err != nil {
 		return "", err
 	}
 	bad := k.unopened(stored)
 	if slices.Contains(bad, id) {
-		if !verified && !force {
+		if !k.verified && !force {
 			return "", fmt.Errorf("key %q does not open with this master key, and this store has no master-key check yet to tell whether %s is the right one: if it is, pass --force to remove the key", id, masterKeyEnv)
 		}
 		if err := k.ring.RemoveStateKey(ctx, id); err != nil {
@@ -252,11 +259,7 @@ func (k *stateKeys) retire(ctx context.Context, id string, verified, force bool)
 		return fmt.Sprintf("removed %s: it does not open with this master key, so no instance could use it", id), nil
 	}
 	if len(bad) > 0 {
-		if verified {
-			return "", fmt.Errorf("state keys %s do not open with this master key, which matches the store's check: no instance can use them; remove them first with elicitd keys retire ID. Nothing was changed",
-				strings.Join(bad, ", "))
-		}
-		return "", errUnopened(bad)
+		return "", k.errUnopened(bad)
 	}
 	now := k.now()
 	i := slices.IndexFunc(stored, func(sk *store.StateKey) bool { return sk.ID == id })
@@ -327,7 +330,7 @@ func (k *stateKeys) list(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	if len(bad) > 0 {
-		return errUnopened(bad)
+		return k.errUnopened(bad)
 	}
 	return nil
 }
@@ -489,8 +492,7 @@ func runKeys(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	verified, err := k.verifyMaster(ctx)
-	if err != nil {
+	if err := k.verifyMaster(ctx); err != nil {
 		return err
 	}
 	if k.override != nil {
@@ -508,7 +510,7 @@ func runKeys(args []string, stdout, stderr io.Writer) error {
 			nk.ID, nk.Activation().UTC().Format(time.RFC3339), activateAfter)
 		return nil
 	}
-	note, err := k.retire(ctx, id, verified, force)
+	note, err := k.retire(ctx, id, force)
 	if err != nil {
 		return err
 	}

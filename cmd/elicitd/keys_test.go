@@ -82,10 +82,10 @@ func TestStateKeyRingLifecycle(t *testing.T) {
 	if got := e.ids(t); got != "k1,"+newID {
 		t.Fatalf("just after rotate = %s; want k1 still sealing", got)
 	}
-	if _, err := e.keys.retire(ctx, "k1", true, false); err == nil || !strings.Contains(err.Error(), "seals") {
+	if _, err := e.keys.retire(ctx, "k1", false); err == nil || !strings.Contains(err.Error(), "seals") {
 		t.Fatalf("retiring the sealing k1: %v", err)
 	}
-	if _, err := e.keys.retire(ctx, newID, true, false); err == nil || !strings.Contains(err.Error(), "still to activate") {
+	if _, err := e.keys.retire(ctx, newID, false); err == nil || !strings.Contains(err.Error(), "still to activate") {
 		t.Fatalf("retiring the pending %s: %v", newID, err)
 	}
 	e.clock.Add(int64(time.Minute))
@@ -99,22 +99,22 @@ func TestStateKeyRingLifecycle(t *testing.T) {
 	if _, err := sealer.Open(oldState, b); err != nil {
 		t.Fatalf("state sealed by the derived key after rotation: %v", err)
 	}
-	if _, err := e.keys.retire(ctx, newID, true, false); err == nil {
+	if _, err := e.keys.retire(ctx, newID, false); err == nil {
 		t.Fatal("retired the sealing key")
 	}
-	if _, err := e.keys.retire(ctx, "nope", true, false); err == nil || !strings.Contains(err.Error(), "no key") {
+	if _, err := e.keys.retire(ctx, "nope", false); err == nil || !strings.Contains(err.Error(), "no key") {
 		t.Fatalf("retiring an unknown key: %v", err)
 	}
 	// k1 sealed until a minute ago: its states stay valid for the TTL.
-	if _, err := e.keys.retire(ctx, "k1", true, false); err == nil || !strings.Contains(err.Error(), "--force") {
+	if _, err := e.keys.retire(ctx, "k1", false); err == nil || !strings.Contains(err.Error(), "--force") {
 		t.Fatalf("retiring k1 right after it stopped sealing: %v", err)
 	}
 	e.clock.Add(int64(reqstate.DefaultTTL) - 1)
-	if _, err := e.keys.retire(ctx, "k1", true, false); err == nil {
+	if _, err := e.keys.retire(ctx, "k1", false); err == nil {
 		t.Fatal("retired k1 1ns before its last states expire")
 	}
 	e.clock.Add(1)
-	if _, err := e.keys.retire(ctx, "k1", true, false); err != nil {
+	if _, err := e.keys.retire(ctx, "k1", false); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.keys.refresh(ctx, sealer); err != nil {
@@ -272,6 +272,9 @@ func TestKeysCommand(t *testing.T) {
 		t.Fatalf("rotate now: %v\n%s", err, out)
 	}
 	nowID := strings.TrimSuffix(strings.Fields(strings.TrimPrefix(out, "added "))[0], ";")
+	if out, err := run("list"); err == nil || !strings.Contains(err.Error(), "keys retire ID --force") {
+		t.Fatalf("list without a check: %v\n%s", err, out)
+	}
 	if out, err := run("retire", "k1"); err == nil || !strings.Contains(err.Error(), "pass --force") {
 		t.Fatalf("retired k1 while its states are valid: %v\n%s", err, out)
 	}
@@ -359,7 +362,7 @@ func TestKeysRetireUnopenedRepair(t *testing.T) {
 	}
 	run := func(args ...string) (string, error) { return runKeysIn(t, args, "--data", data) }
 	// Verified by the check the instance stored: no --force needed.
-	if out, err := run("list"); err == nil || strings.Count(out, "DOES NOT OPEN") != 2 {
+	if out, err := run("list"); err == nil || strings.Count(out, "DOES NOT OPEN") != 2 || !strings.Contains(err.Error(), "matches the store's check: no instance can use them") {
 		t.Fatalf("list: %v\n%s", err, out)
 	}
 	if out, err := run("retire", nk.ID); err != nil || !strings.Contains(out, "no instance could use it") {
@@ -376,6 +379,9 @@ func TestKeysRetireUnopenedRepair(t *testing.T) {
 	defer db.Close()
 	if _, err := db.ExecContext(t.Context(), `DELETE FROM store_meta`); err != nil {
 		t.Fatal(err)
+	}
+	if out, err := run("list"); err == nil || !strings.Contains(err.Error(), "keys retire ID --force") {
+		t.Fatalf("list without a check: %v\n%s", err, out)
 	}
 	if out, err := run("retire", "k1"); err == nil || !strings.Contains(err.Error(), "pass --force") {
 		t.Fatalf("retire without a check: %v\n%s", err, out)

@@ -320,7 +320,7 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	if _, err := keys.verifyMaster(ctx); err != nil {
+	if err := keys.verifyMaster(ctx); err != nil {
 		cancel()
 		a.Close()
 		return nil, err

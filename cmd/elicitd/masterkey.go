@@ -38,31 +38,32 @@ func masterKeyCheck(master []byte) []byte {
 }
 
 // verifyMaster compares k's master key with the store's check value,
-// storing it when there is none yet. verified is false (and err nil) when
-// there is none and some stored key does not open: the master key may be
-// the wrong one, so nothing is stored and the caller's own checks refuse.
-func (k *stateKeys) verifyMaster(ctx context.Context) (verified bool, err error) {
+// storing it when there is none yet, and sets k.verified when they match.
+// When there is none and some stored key does not open, the master key may
+// be the wrong one: nothing is stored, k.verified stays false and the
+// callers' own checks refuse.
+func (k *stateKeys) verifyMaster(ctx context.Context) error {
 	want := masterKeyCheck(k.master)
 	got, err := k.ring.MasterKeyCheck(ctx)
 	if errors.Is(err, store.ErrNotFound) {
 		stored, err := k.ring.StateKeys(ctx)
 		if err != nil {
-			return false, err
+			return err
 		}
 		if len(k.unopened(stored)) > 0 {
-			return false, nil
+			return nil
 		}
-		got, err = k.ring.InitMasterKeyCheck(ctx, want)
-		if err != nil {
-			return false, err
+		if got, err = k.ring.InitMasterKeyCheck(ctx, want); err != nil {
+			return err
 		}
 	} else if err != nil {
-		return false, err
+		return err
 	}
 	if !hmac.Equal(got, want) {
-		return false, errWrongMasterKey
+		return errWrongMasterKey
 	}
-	return true, nil
+	k.verified = true
+	return nil
 }
 
 // checkMasterKeyFile refuses an ELICIT_MASTER_KEY that differs from an

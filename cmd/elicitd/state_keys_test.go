@@ -137,7 +137,7 @@ func TestStoreKeyRingPostgres(t *testing.T) {
 	// A k1 state made before the rotation, opened after k1 is retired.
 	old, _ := proxy.apps[A].keys.derived()
 	oldSealer, _ := reqstate.New([]reqstate.Key{old}, nil)
-	if _, err := proxy.apps[B].keys.retire(ctx, "k1", true, true); err != nil {
+	if _, err := proxy.apps[B].keys.retire(ctx, "k1", true); err != nil {
 		t.Fatal(err)
 	}
 	refreshAll()
