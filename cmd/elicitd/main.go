@@ -14,7 +14,8 @@
 // ELICIT_MASTER_KEY (32 bytes, standard base64) when that is set, else the
 // file master.key in --data (created on first use). Instances behind one
 // load balancer must share the key, so give them all the same
-// ELICIT_MASTER_KEY. "elicitd keys rotate|list|retire" keeps a rotatable
+// ELICIT_MASTER_KEY; the store keeps a check value of it and refuses
+// another (masterkey.go). "elicitd keys rotate|list|retire" keeps a rotatable
 // requestState key ring in the store instead (keys.go); ELICIT_STATE_KEYS
 // (id:base64,... — the first seals) overrides both.
 //
