@@ -24,26 +24,29 @@ import (
 // from one setting in settings (flag > ELICIT_* environment > --config
 // file > default).
 type config struct {
-	configFile        string // --config; "" = none
-	addr              string
-	dataDir           string
-	storeURL          string // "" = SQLite in dataDir; else a postgres:// URL
-	masterKeyB64      string // ELICIT_MASTER_KEY; "" = the key file in dataDir
-	stateKeys         string // ELICIT_STATE_KEYS; "" = one key derived from the master key
-	publicURL         string
-	insecureDemoAuth  bool
-	logLevel          slog.Level
-	auditLog          string    // "-" = stdout, "off", else a file path (appended)
-	auditOut          io.Writer // tests: the audit sink, instead of auditLog
-	metricsAddr       string    // "" = /metrics on addr; "off"; else its own listener
-	keysRefresh       time.Duration
-	readHeaderTimeout time.Duration
-	readTimeout       time.Duration
-	idleTimeout       time.Duration
-	shutdownTimeout   time.Duration
-	demoOAuthAddr     string           // demo calendar provider; "" = none (calendar.go)
-	auth              authConfig       // --auth and its settings (jwtauth.go)
-	now               func() time.Time // nil = time.Now; tests inject a clock
+	configFile   string // --config; "" = none
+	addr         string
+	dataDir      string
+	storeURL     string // "" = SQLite in dataDir; else a postgres:// URL
+	masterKeyB64 string // ELICIT_MASTER_KEY; "" = the key file in dataDir
+	stateKeys    string // ELICIT_STATE_KEYS; "" = one key derived from the master key
+	publicURL    string
+	// publicURLFromListener: --addr has port 0 and no --public-url was
+	// given, so run sets publicURL from the bound address.
+	publicURLFromListener bool
+	insecureDemoAuth      bool
+	logLevel              slog.Level
+	auditLog              string    // "-" = stdout, "off", else a file path (appended)
+	auditOut              io.Writer // tests: the audit sink, instead of auditLog
+	metricsAddr           string    // "" = /metrics on addr; "off"; else its own listener
+	keysRefresh           time.Duration
+	readHeaderTimeout     time.Duration
+	readTimeout           time.Duration
+	idleTimeout           time.Duration
+	shutdownTimeout       time.Duration
+	demoOAuthAddr         string           // demo calendar provider; "" = none (calendar.go)
+	auth                  authConfig       // --auth and its settings (jwtauth.go)
+	now                   func() time.Time // nil = time.Now; tests inject a clock
 }
 
 // setting is one configuration setting. Its flag is --name, its
@@ -283,8 +286,18 @@ func (cfg *config) check() error {
 	if _, err := parseStateKeys(cfg.stateKeys); err != nil {
 		return err
 	}
+	fromListener := false
 	if cfg.publicURL == "" {
 		cfg.publicURL = "http://" + cfg.addr
+		if _, port, _ := net.SplitHostPort(cfg.addr); port == "0" {
+			// A free port is only known once bound: run sets the origin
+			// from the listener; a placeholder port passes the checks.
+			if cfg.auth.mode == "jwt" {
+				return fmt.Errorf("--addr %s picks a free port: --auth jwt needs --public-url (tokens' audience is derived from it)", cfg.addr)
+			}
+			fromListener = true
+			cfg.publicURL = "http://" + net.JoinHostPort(host, "1")
+		}
 	}
 	u, err := url.Parse(cfg.publicURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") ||
@@ -297,6 +310,7 @@ func (cfg *config) check() error {
 		return fmt.Errorf("--public-url %s is not a loopback origin: demo auth lets anyone claim any user; use --auth jwt, or pass --insecure-demo-auth to accept that", cfg.publicURL)
 	}
 	cfg.publicURL = canonicalOrigin(u)
+	cfg.publicURLFromListener = fromListener
 	return cfg.auth.check(cfg.publicURL)
 }
 

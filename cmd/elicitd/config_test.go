@@ -42,6 +42,10 @@ func TestConfigPrecedence(t *testing.T) {
 		{"flag over env", []string{"--config", file, "--addr", "127.0.0.1:4003", "--insecure-demo-auth=false"}, map[string]string{"ELICIT_ADDR": "127.0.0.1:4002"}, func(c *config) bool {
 			return c.addr == "127.0.0.1:4003" && !c.insecureDemoAuth
 		}},
+		{"free port: origin from the listener", []string{"--addr", "127.0.0.1:0"}, nil, func(c *config) bool { return c.publicURLFromListener }},
+		{"free port with a public URL", []string{"--addr", "127.0.0.1:0", "--public-url", "http://localhost:3000"}, nil, func(c *config) bool {
+			return !c.publicURLFromListener && c.publicURL == "http://localhost:3000"
+		}},
 		{"canonical public origin", []string{"--public-url", "HTTP://LocalHost:3000/"}, nil, func(c *config) bool { return c.publicURL == "http://localhost:3000" }},
 		{"public origin with demo auth accepted", []string{"--public-url", "https://mcp.example.com", "--insecure-demo-auth"}, nil, func(c *config) bool {
 			return c.publicURL == "https://mcp.example.com" && c.insecureDemoAuth
@@ -90,6 +94,7 @@ func TestConfigErrors(t *testing.T) {
 		{"bad bool env", nil, map[string]string{"ELICIT_INSECURE_DEMO_AUTH": "maybe"}, "", "ELICIT_INSECURE_DEMO_AUTH"},
 		{"missing file", []string{"--config", "/nonexistent/elicitd.json"}, nil, "", "--config"},
 		{"non-loopback from env", nil, map[string]string{"ELICIT_ADDR": "0.0.0.0:3000"}, "", "--insecure-demo-auth"},
+		{"free port under jwt", []string{"--addr", "127.0.0.1:0", "--auth", "jwt", "--jwt-issuer", "https://idp.example.com", "--oidc-client-id", "pages"}, nil, "", "needs --public-url"},
 		{"demo auth behind a public origin", []string{"--public-url", "https://mcp.example.com"}, nil, "", "--insecure-demo-auth"},
 		{"public origin from env", nil, map[string]string{"ELICIT_PUBLIC_URL": "http://192.0.2.7:3000"}, "", "--insecure-demo-auth"},
 		{"IDN public origin", []string{"--public-url", "http://bücher.example", "--insecure-demo-auth"}, nil, "", "punycode"},

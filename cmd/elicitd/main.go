@@ -183,16 +183,19 @@ func run(args []string, stdout, stderr io.Writer) (err error) {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	if cfg.publicURLFromListener {
+		cfg.publicURL = canonicalOrigin(&url.URL{Scheme: "http", Host: ln.Addr().String()})
+	}
 	app, err := newApp(cfg, logger)
 	if err != nil {
 		return err
 	}
 	defer app.Close()
-
-	ln, err := net.Listen("tcp", cfg.addr)
-	if err != nil {
-		return err
-	}
 	srv := &http.Server{
 		Handler:           app,
 		ReadHeaderTimeout: cfg.readHeaderTimeout,
