@@ -200,35 +200,46 @@ func newKeyID(now time.Time) string {
 // rotate adds a new key that seals from now + activateAfter. On a ring
 // still using the derived key, that key is stored first as k1, sealing
 // from now. It refuses, writing nothing, when a stored key does not open.
-func (k *stateKeys) rotate(ctx context.Context, activateAfter time.Duration) (*store.StateKey, error) {
+// It also returns the keys that were still pending (activating after now)
+// when it added the new one.
+func (k *stateKeys) rotate(ctx context.Context, activateAfter time.Duration) (*store.StateKey, []*store.StateKey, error) {
 	now := k.now()
 	stored, err := k.ring.StateKeys(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if bad := k.unopened(stored); len(bad) > 0 {
-		return nil, k.errUnopened(bad)
+		return nil, nil, k.errUnopened(bad)
 	}
 	if len(stored) == 0 {
 		d, err := k.derived()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		sealed, err := k.seal(d.ID, d.Secret)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := k.ring.AddStateKey(ctx, &store.StateKey{ID: d.ID, Sealed: sealed, CreatedAt: now}); err != nil && !errors.Is(err, store.ErrConflict) {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	nk := reqstate.NewKey(newKeyID(now))
 	sealed, err := k.seal(nk.ID, nk.Secret)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sk := &store.StateKey{ID: nk.ID, Sealed: sealed, CreatedAt: now, ActivatesAt: now.Add(activateAfter)}
-	return sk, k.ring.AddStateKey(ctx, sk)
+	if err := k.ring.AddStateKey(ctx, sk); err != nil {
+		return nil, nil, err
+	}
+	var pending []*store.StateKey
+	for _, old := range stored {
+		if old.Activation().After(now) {
+			pending = append(pending, old)
+		}
+	}
+	return sk, pending, nil
 }
 
 // retire removes a key that neither seals now nor is still to activate,
@@ -274,7 +285,10 @@ func (k *stateKeys) retire(ctx context.Context, id string, force bool) (string, 
 		return "", fmt.Errorf("key %q is still to activate (it seals from %s): instances already holding it would start sealing with it; retire it once a newer key seals",
 			id, stored[i].Activation().UTC().Format(time.RFC3339))
 	}
-	if until := stoppedSealing(stored, i, now).Add(reqstate.DefaultTTL); now.Before(until) && !force {
+	if until := stoppedSealing(stored, i, now).Add(reqstate.DefaultTTL); neverSealed(stored, i) {
+		// A newer key activated no later than this one: no state was
+		// sealed with it, so none becomes invalid.
+	} else if now.Before(until) && !force {
 		return "", fmt.Errorf("key %q sealed requestStates until less than %v ago, and they stay valid until %s: retire it then, or pass --force to refuse them now",
 			id, reqstate.DefaultTTL, until.UTC().Format(time.RFC3339))
 	}
@@ -296,6 +310,28 @@ func stoppedSealing(stored []*store.StateKey, i int, now time.Time) time.Time {
 		}
 	}
 	return t
+}
+
+// neverSealed reports whether stored[i] never sealed: it is not the
+// oldest key (which seals while no key is active) and a newer key
+// activates no later than it does, so no instance ever sealed with it
+// (instances hold the newer key before its activation; see rotate).
+func neverSealed(stored []*store.StateKey, i int) bool {
+	if i == len(stored)-1 {
+		return false
+	}
+	a := stored[i].Activation()
+	return slices.ContainsFunc(stored[:i], func(sk *store.StateKey) bool { return !sk.Activation().After(a) })
+}
+
+// pendingNote describes, for rotate's operator, what adding nk does to a
+// key still pending: it never seals when nk activates no later.
+func pendingNote(pending, nk *store.StateKey) string {
+	from := pending.Activation().UTC().Format(time.RFC3339)
+	if !nk.Activation().After(pending.Activation()) {
+		return fmt.Sprintf("key %s was still pending (seals from %s): %s activates no later, so %s never seals; retire it with elicitd keys retire %s", pending.ID, from, nk.ID, pending.ID, pending.ID)
+	}
+	return fmt.Sprintf("key %s is still pending (seals from %s): it seals only until %s activates", pending.ID, from, nk.ID)
 }
 
 // list writes the ring as a table: id, created, seals from, role. Never a
@@ -344,6 +380,7 @@ const keysUsage = `Usage:
   elicitd keys list [flags]                         list the store's requestState keys
   elicitd keys rotate [--activate-after D] [flags]  add a key that seals from now + D
   elicitd keys retire ID [--force] [flags]          remove a key that no longer seals
+                                                    (flags before or after ID)
 
 The keys command acts on an existing deployment: the --data directory (its
 SQLite store, and master.key unless ELICIT_MASTER_KEY is set) or the
@@ -360,7 +397,9 @@ master key; --force when the store has no check yet to verify the key).
 clock skew between the instances, so that all instances hold the new key
 before any seals with it. retire refuses the key that seals now, a key still to
 activate, and, unless --force, a key that stopped sealing less than the
-requestState lifetime (10m) ago: states it sealed are still valid. flags are elicitd's (elicitd --help): --data, --store, --config...
+requestState lifetime (10m) ago: states it sealed are still valid. A key
+that never sealed (a newer key activates no later) is retired at once; rotate
+warns when it adds a key while another is pending. flags are elicitd's (elicitd --help): --data, --store, --config...
 
 Exit status: 0 done, 1 failed (nothing changed), 2 usage error.
 `
@@ -405,6 +444,32 @@ func takeBoolFlag(args []string, name string) ([]string, bool) {
 		}
 	}
 	return args, false
+}
+
+// takeKeyID removes retire's key id from args: the first argument that is
+// neither a flag nor a flag's value, so flags may come before or after it.
+// elicitd's settings tell which flags take a value.
+func takeKeyID(args []string) (string, []string, error) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			if i+1 < len(args) {
+				return args[i+1], append(slices.Clip(args[:i]), args[i+2:]...), nil
+			}
+			break
+		}
+		if a == "" || a[0] != '-' {
+			return a, append(slices.Clip(args[:i]), args[i+1:]...), nil
+		}
+		name := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		if slices.ContainsFunc(settings, func(s setting) bool { return s.name == name && !s.isBool && !s.envOnly }) {
+			i++ // its value
+		}
+	}
+	return "", nil, usageError{errors.New("keys retire: want the key id: elicitd keys retire ID [--force] [flags]")}
 }
 
 // openExisting opens the deployment's master key and store for the keys
@@ -452,11 +517,11 @@ func runKeys(args []string, stdout, stderr io.Writer) error {
 		_, _ = io.WriteString(stderr, keysUsage)
 		return nil
 	case "retire":
-		if len(rest) == 0 || rest[0] == "" || rest[0][0] == '-' {
-			return usageError{errors.New("keys retire: want the key id first: elicitd keys retire ID [flags]")}
-		}
-		id, rest = rest[0], rest[1:]
 		rest, force = takeBoolFlag(rest, "force")
+		var err error
+		if id, rest, err = takeKeyID(rest); err != nil {
+			return err
+		}
 	case "list", "rotate":
 	default:
 		_, _ = io.WriteString(stderr, keysUsage)
@@ -502,9 +567,12 @@ func runKeys(args []string, stdout, stderr io.Writer) error {
 	case "list":
 		return k.list(ctx, stdout)
 	case "rotate":
-		nk, err := k.rotate(ctx, activateAfter)
+		nk, pending, err := k.rotate(ctx, activateAfter)
 		if err != nil {
 			return err
+		}
+		for _, p := range pending {
+			fmt.Fprintf(stderr, "elicitd: warning: %s\n", pendingNote(p, nk))
 		}
 		fmt.Fprintf(stdout, "added %s; it seals from %s (--activate-after %v: every instance's --state-keys-refresh must be shorter)\n",
 			nk.ID, nk.Activation().UTC().Format(time.RFC3339), activateAfter)

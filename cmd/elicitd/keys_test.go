@@ -74,7 +74,7 @@ func TestStateKeyRingLifecycle(t *testing.T) {
 	b := reqstate.Binding{Principal: "alice", Method: "tools/call", Name: "t"}
 	oldState, _ := sealer.Seal(&reqstate.Claims{Binding: b})
 
-	added, err := e.keys.rotate(ctx, time.Minute)
+	added, _, err := e.keys.rotate(ctx, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestStateKeyRingLifecycle(t *testing.T) {
 // current ring and readiness reports it.
 func TestStateKeyRingOtherMaster(t *testing.T) {
 	e := newKeysEnv(t, bytes.Repeat([]byte{1}, 32))
-	if _, err := e.keys.rotate(t.Context(), 0); err != nil {
+	if _, _, err := e.keys.rotate(t.Context(), 0); err != nil {
 		t.Fatal(err)
 	}
 	other, err := newStateKeys(&config{}, e.keys.ring, bytes.Repeat([]byte{2}, 32), time.Now)
@@ -174,8 +174,11 @@ func TestKeysCommandUsage(t *testing.T) {
 		{[]string{"keys", "help"}, 0, "elicitd keys retire ID"},
 		{[]string{"keys"}, 2, "elicitd keys list"},
 		{[]string{"keys", "spin"}, 2, `unknown command "spin"`},
-		{[]string{"keys", "retire"}, 2, "want the key id first"},
-		{[]string{"keys", "retire", "--data", "x"}, 2, "want the key id first"},
+		{[]string{"keys", "retire"}, 2, "want the key id"},
+		{[]string{"keys", "retire", "--force"}, 2, "want the key id"},
+		{[]string{"keys", "retire", "--force", "nope", "--data", "/nonexistent"}, 1, "/nonexistent/master.key"},
+		{[]string{"keys", "retire", "--data", "/nonexistent", "nope"}, 1, "/nonexistent/master.key"},
+		{[]string{"keys", "retire", "--data", "x"}, 2, "want the key id"},
 		{[]string{"keys", "list", "--bogus"}, 2, "bogus"},
 		{[]string{"keys", "list", "extra"}, 2, "unexpected arguments"},
 		{[]string{"keys", "rotate", "--activate-after"}, 2, "needs an argument"},
@@ -353,7 +356,7 @@ func TestKeysRetireUnopenedRepair(t *testing.T) {
 	}
 	defer st.Close()
 	bad, _ := newStateKeys(&config{}, st, wrong, time.Now)
-	nk, err := bad.rotate(t.Context(), 0)
+	nk, _, err := bad.rotate(t.Context(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +369,7 @@ func TestKeysRetireUnopenedRepair(t *testing.T) {
 		t.Fatalf("retire the sealing key that does not open: %v\n%s", err, out)
 	}
 	// A store without a check (made by an older elicitd): --force.
-	if _, err := bad.rotate(t.Context(), 0); err != nil {
+	if _, _, err := bad.rotate(t.Context(), 0); err != nil {
 		t.Fatal(err)
 	}
 	db, err := sql.Open("sqlite", filepath.Join(data, "elicitd.db")) // the driver store/sqlite registers
@@ -477,5 +480,48 @@ func TestSharedStoreOtherMasterKey(t *testing.T) {
 	}
 	if out, err := runKeysIn(t, []string{"rotate"}, "--store", dsn); err == nil || !strings.Contains(err.Error(), "does not match") {
 		t.Fatalf("rotate with another key: %v\n%s", err, out)
+	}
+}
+
+// A key overtaken while pending (a newer key activates no later) never
+// seals: rotate says so, and retire removes it at once, without --force;
+// the key it was overtaken by still waits out the TTL once it stops.
+func TestKeysRetireNeverSealed(t *testing.T) {
+	e := newKeysEnv(t, bytes.Repeat([]byte{7}, 32))
+	ctx := t.Context()
+	slow, pending, err := e.keys.rotate(ctx, 10*time.Minute)
+	if err != nil || len(pending) != 0 {
+		t.Fatalf("first rotate: %v, pending %d", err, len(pending))
+	}
+	e.clock.Add(int64(time.Minute))
+	fast, pending, err := e.keys.rotate(ctx, 2*time.Minute)
+	if err != nil || len(pending) != 1 || pending[0].ID != slow.ID {
+		t.Fatalf("second rotate: %v, pending %v", err, pending)
+	}
+	if note := pendingNote(pending[0], fast); !strings.Contains(note, slow.ID+" never seals") {
+		t.Fatalf("note: %s", note)
+	}
+	e.clock.Add(int64(11 * time.Minute)) // both active, fast seals
+	if got := e.ids(t); !strings.HasPrefix(got, fast.ID+",") {
+		t.Fatalf("ring = %s", got)
+	}
+	if _, err := e.keys.retire(ctx, slow.ID, false); err != nil {
+		t.Fatalf("retiring the never-sealing %s: %v", slow.ID, err)
+	}
+	// k1 stopped sealing 9m ago (fast's activation): still refused.
+	if _, err := e.keys.retire(ctx, "k1", false); err == nil || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("retiring k1: %v", err)
+	}
+	// A later pending key is only cut short, not skipped.
+	later, _, err := e.keys.rotate(ctx, 5*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, pending, err := e.keys.rotate(ctx, 8*time.Minute)
+	if err != nil || len(pending) != 1 || pending[0].ID != later.ID {
+		t.Fatalf("rotate: %v, pending %v", err, pending)
+	}
+	if note := pendingNote(pending[0], last); strings.Contains(note, "never") || !strings.Contains(note, "seals only until") {
+		t.Fatalf("note for a key activating later: %s", note)
 	}
 }

@@ -114,7 +114,7 @@ func TestStoreKeyRingPostgres(t *testing.T) {
 	before := e.export(1, "alice", "2026-Q1", "sales", "", metaURL)
 	before.input(t, reports.KeyOptions)
 	// No activation delay: the new key seals as soon as it is read.
-	added, err := proxy.apps[A].keys.rotate(ctx, 0)
+	added, _, err := proxy.apps[A].keys.rotate(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
