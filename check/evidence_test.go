@@ -265,6 +265,15 @@ func TestStartErrors(t *testing.T) {
 			return true
 		}
 	}
+	// bearer is status with a Bearer challenge, which makes a refusal MCP's.
+	bearer := func(method string, code int, ctype, body string) func(http.ResponseWriter, *http.Request, string, json.RawMessage) bool {
+		return func(w http.ResponseWriter, r *http.Request, m string, id json.RawMessage) bool {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="mcp"`)
+			return status(method, code, ctype, body)(w, r, m, id)
+		}
+	}
+	const rpcRefusal = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"no"}}`
+	const csrfPage = `<!doctype html><title>Forbidden</title><p>CSRF check failed</p>`
 	for _, tc := range []struct {
 		name  string
 		hook  func(http.ResponseWriter, *http.Request, string, json.RawMessage) bool
@@ -272,10 +281,15 @@ func TestStartErrors(t *testing.T) {
 		kind  string
 		says  string
 	}{
-		{"401 on discovery", status("server/discover", 401, "text/plain", "no"), "alice", KindTokenRefused, "the server refused the token: HTTP 401 on server/discover"},
-		{"401 without a token", status("server/discover", 401, "text/plain", "no"), "", KindTokenRefused, "the server requires a token: HTTP 401 on server/discover"},
-		{"403 on tools/list", status("tools/list", 403, "text/plain", "no"), "alice", KindTokenRefused, "HTTP 403 on tools/list"},
-		{"401 on the first call", status("tools/call", 401, "text/plain", "no"), "alice", KindTokenRefused, "HTTP 401 on the first tools/call"},
+		{"401 on discovery", bearer("server/discover", 401, "text/plain", "no"), "alice", KindTokenRefused, "the server refused the token: HTTP 401 on server/discover"},
+		{"401 without a token", bearer("server/discover", 401, "text/plain", "no"), "", KindTokenRefused, "the server requires a token: HTTP 401 on server/discover"},
+		{"403 JSON-RPC on tools/list", status("tools/list", 403, "application/json", rpcRefusal), "alice", KindTokenRefused, "HTTP 403 on tools/list"},
+		{"401 on the first call", bearer("tools/call", 401, "text/plain", "no"), "alice", KindTokenRefused, "HTTP 401 on the first tools/call"},
+		{"HTML 403 (a CSRF refusal page)", status("server/discover", 403, "text/html; charset=utf-8", csrfPage), "alice", KindNotMCP, "not an MCP endpoint: HTTP 403 text/html; charset=utf-8 on server/discover"},
+		{"text 401 with a Basic challenge", func(w http.ResponseWriter, r *http.Request, m string, id json.RawMessage) bool {
+			w.Header().Set("WWW-Authenticate", `Basic realm="x"`)
+			return status("server/discover", 401, "text/plain", "no")(w, r, m, id)
+		}, "alice", KindNotMCP, "not an MCP endpoint: HTTP 401"},
 		{"an HTML page", status("server/discover", 200, "text/html", "<html>hi</html>"), "alice", KindNotMCP, "not an MCP endpoint: HTTP 200 text/html on server/discover"},
 		{"404", status("server/discover", 404, "text/plain", "404 page not found"), "alice", KindNotMCP, "not an MCP endpoint: HTTP 404"},
 		{"500 not JSON", status("server/discover", 500, "text/plain", "boom"), "alice", KindNotMCP, "not an MCP endpoint: HTTP 500"},

@@ -104,6 +104,7 @@ func ExampleConfig_HasUserinfo() {
 // Run returns a *StartError saying so, and no report.
 func ExampleStartError() {
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 	}))
 	defer ts.Close()
@@ -116,5 +117,5 @@ func ExampleStartError() {
 	}
 	// Output:
 	// token-refused
-	// the server refused the token: HTTP 401 on server/discover
+	// the server refused the token: HTTP 401 on server/discover (WWW-Authenticate: Bearer error="invalid_token")
 }

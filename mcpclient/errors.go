@@ -103,8 +103,9 @@ func (e *ConnectionError) Error() string {
 // Unwrap returns the transport's error.
 func (e *ConnectionError) Unwrap() error { return e.Err }
 
-// AuthError is an HTTP 401 or 403 answer: the server wants (other)
-// credentials. WWWAuthenticate is the challenge, if any; RPC the JSON-RPC
+// AuthError is an HTTP 401 or 403 answer with a JSON body or a Bearer
+// challenge: the server wants (other) credentials. A 401 or 403 with
+// neither (an HTML refusal page) is a NotMCPError. WWWAuthenticate is the challenge, if any; RPC the JSON-RPC
 // error in the body, if any.
 type AuthError struct {
 	StatusCode      int

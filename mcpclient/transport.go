@@ -204,7 +204,10 @@ func (r *reading) read(ctx context.Context) (json.RawMessage, error) {
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	isJSON := mt == "application/json" || strings.HasSuffix(mt, "+json")
 	switch {
-	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+	case (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) &&
+		(isJSON || bearerChallenge(resp.Header.Get("WWW-Authenticate"))):
+		// Only an MCP-ish refusal is about the token: an HTML 403 (a
+		// login page's CSRF refusal, say) means a wrong endpoint.
 		ae := &AuthError{StatusCode: resp.StatusCode, WWWAuthenticate: resp.Header.Get("WWW-Authenticate")}
 		if isJSON {
 			if b, err := r.body(); err == nil {
@@ -235,10 +238,20 @@ func (r *reading) read(ctx context.Context) (json.RawMessage, error) {
 		return nil, r.notMCP("the endpoint does not take POST", nil)
 	}
 	b, _ := r.body()
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		return nil, r.notMCP("a refusal with neither a JSON-RPC body nor a Bearer challenge: is the endpoint path right?", b)
+	}
 	if resp.StatusCode == http.StatusOK {
 		return nil, r.notMCP("unexpected content type", b)
 	}
 	return nil, r.notMCP("unexpected HTTP status", b)
+}
+
+// bearerChallenge reports whether a WWW-Authenticate value names the
+// Bearer scheme (RFC 6750 section 3), which MCP authorization uses.
+func bearerChallenge(v string) bool {
+	scheme, _, _ := strings.Cut(strings.TrimSpace(v), " ")
+	return strings.EqualFold(scheme, "Bearer")
 }
 
 // body reads a JSON body up to the message limit.

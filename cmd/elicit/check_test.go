@@ -242,6 +242,7 @@ func answering(t *testing.T, status int, ctype, body string) string {
 // --json a JSON error object on stdout.
 func TestCheckCannotStart(t *testing.T) {
 	t.Setenv("ELICIT_TOKEN", "")
+	const rpcNo = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"no"}}`
 	for _, tc := range []struct {
 		name  string
 		url   string
@@ -249,9 +250,10 @@ func TestCheckCannotStart(t *testing.T) {
 		kind  string
 		says  string
 	}{
-		{"401 with a token", answering(t, 401, "text/plain", "no"), []string{"--token", "alice"}, check.KindTokenRefused, "the server refused the token: HTTP 401 on server/discover"},
-		{"401 without a token", answering(t, 401, "text/plain", "no"), nil, check.KindTokenRefused, "the server requires a token: HTTP 401 on server/discover, and none was given; pass --token or set ELICIT_TOKEN"},
-		{"403", answering(t, 403, "text/plain", "no"), []string{"--token", "alice"}, check.KindTokenRefused, "HTTP 403"},
+		{"401 with a token", answering(t, 401, "application/json", rpcNo), []string{"--token", "alice"}, check.KindTokenRefused, "the server refused the token: HTTP 401 on server/discover"},
+		{"401 without a token", answering(t, 401, "application/json", rpcNo), nil, check.KindTokenRefused, "the server requires a token: HTTP 401 on server/discover, and none was given; pass --token or set ELICIT_TOKEN"},
+		{"403", answering(t, 403, "application/json", rpcNo), []string{"--token", "alice"}, check.KindTokenRefused, "HTTP 403"},
+		{"HTML 403 (a login page's CSRF refusal)", answering(t, 403, "text/html; charset=utf-8", "<!doctype html><p>CSRF check failed</p>"), []string{"--token", "alice"}, check.KindNotMCP, "not an MCP endpoint: HTTP 403 text/html"},
 		{"an HTML page", answering(t, 200, "text/html", "<html>hello</html>"), []string{"--token", "alice"}, check.KindNotMCP, "not an MCP endpoint: HTTP 200 text/html"},
 		{"404", answering(t, 404, "text/plain", "404 page not found"), []string{"--token", "alice"}, check.KindNotMCP, "not an MCP endpoint: HTTP 404"},
 		{"500", answering(t, 500, "text/plain", "oops"), []string{"--token", "alice"}, check.KindNotMCP, "not an MCP endpoint: HTTP 500"},
