@@ -61,7 +61,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	timeout := 5 * time.Minute
 	fs := flag.NewFlagSet("elicit check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, checkUsage) }
+	// Usage goes to stdout for -h, to stderr after the flag package's error.
+	fs.Usage = func() {}
 	fs.StringVar(&cfg.URL, "url", "", "MCP endpoint URL")
 	fs.StringVar(&cfg.Tool, "tool", "", "tool to check")
 	fs.StringVar(&argsJSON, "args", "", "tool arguments as a JSON object")
@@ -73,10 +74,12 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.DurationVar(&timeout, "timeout", timeout, "overall time limit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, checkUsage)
 			return exitOK
 		}
-		// The flag package printed the error and the usage; --json may
-		// come after the bad flag, so it is looked for in args.
+		fmt.Fprint(stderr, checkUsage)
+		// The flag package printed the error; --json may come after the
+		// bad flag, so it is looked for in args.
 		if asJSON || jsonRequested(args) {
 			writeJSONError(stdout, "usage", cfg.Redact(err.Error()))
 		}

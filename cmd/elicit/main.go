@@ -87,19 +87,21 @@ const usage = `usage:
 
 // run is the whole program; it returns the exit status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		if len(args) == 0 {
-			return exitUsage
-		}
+		return exitUsage
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, usage) // asked for: stdout, so it pipes to a pager
 		return exitOK
 	}
 	cmd, rest := args[0], args[1:]
 	if cmd == "check" {
 		return runCheck(ctx, rest, stdout, stderr)
 	}
-	opts, err := parseFlags(cmd, rest, stderr)
+	opts, err := parseFlags(cmd, rest)
 	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usage)
 		return exitOK
 	}
 	if err != nil {
@@ -157,11 +159,13 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 // parseFlags parses a subcommand's flags; flags and the TOOL operand may
 // come in any order.
-func parseFlags(cmd string, args []string, stderr io.Writer) (*options, error) {
+func parseFlags(cmd string, args []string) (*options, error) {
 	o := &options{cmd: cmd, token: os.Getenv("ELICIT_TOKEN")}
 	fs := flag.NewFlagSet("elicit "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	// The caller prints the error and the usage: the usage to stdout for
+	// -h, both to stderr after a bad flag.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	fs.StringVar(&o.url, "url", "", "MCP endpoint URL")
 	fs.StringVar(&o.token, "token", o.token, "bearer token")
 	fs.BoolVar(&o.json, "json", false, "print the raw result")

@@ -40,7 +40,7 @@ func TestParseFlags(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("ELICIT_TOKEN", "")
-			got, err := parseFlags(tc.cmd, tc.args, io.Discard)
+			got, err := parseFlags(tc.cmd, tc.args)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err = %v, want %q", err, tc.err)
@@ -56,7 +56,7 @@ func TestParseFlags(t *testing.T) {
 
 func TestTokenFromEnvironment(t *testing.T) {
 	t.Setenv("ELICIT_TOKEN", "carol")
-	o, err := parseFlags("tools", []string{"--url", "http://h/mcp"}, io.Discard)
+	o, err := parseFlags("tools", []string{"--url", "http://h/mcp"})
 	if err != nil || o.token != "carol" {
 		t.Fatalf("%+v %v", o, err)
 	}
@@ -132,6 +132,46 @@ func TestUsage(t *testing.T) {
 		!strings.Contains(stderr.String(), "call needs exactly one TOOL name") {
 		t.Fatalf("call without tool: %d %q", code, stderr.String())
 	}
+}
+
+// TestHelpStreams: help that is asked for goes to stdout with exit 0, so
+// it pipes to a pager; a usage error goes to stderr with exit 2, once.
+func TestHelpStreams(t *testing.T) {
+	for _, tc := range []struct {
+		args      []string
+		code      int
+		stdoutHas string // "" means stdout stays empty
+		stderrHas string // "" means stderr stays empty
+	}{
+		{[]string{"--help"}, exitOK, "usage:", ""},
+		{[]string{"-h"}, exitOK, "usage:", ""},
+		{[]string{"help"}, exitOK, "usage:", ""},
+		{[]string{"call", "-h"}, exitOK, "usage:", ""},
+		{[]string{"tools", "--help"}, exitOK, "usage:", ""},
+		{[]string{"check", "--help"}, exitOK, "elicit check --url", ""},
+		{[]string{"check", "-h"}, exitOK, "elicit check --url", ""},
+		{nil, exitUsage, "", "usage:"},
+		{[]string{"tools", "--bogus"}, exitUsage, "", "flag provided but not defined: -bogus"},
+		{[]string{"check", "--bogus"}, exitUsage, "", "flag provided but not defined: -bogus"},
+	} {
+		var stdout, stderr strings.Builder
+		code := run(context.Background(), tc.args, strings.NewReader(""), &stdout, &stderr)
+		if code != tc.code || !has(stdout.String(), tc.stdoutHas) || !has(stderr.String(), tc.stderrHas) {
+			t.Errorf("elicit %q: exit %d, stdout %q, stderr %q; want exit %d, stdout with %q, stderr with %q",
+				tc.args, code, stdout.String(), stderr.String(), tc.code, tc.stdoutHas, tc.stderrHas)
+		}
+		if n := strings.Count(stderr.String(), "flag provided"); n > 1 {
+			t.Errorf("elicit %q: the flag error is printed %d times", tc.args, n)
+		}
+	}
+}
+
+// has reports whether s contains want, or is empty when want is "".
+func has(s, want string) bool {
+	if want == "" {
+		return s == ""
+	}
+	return strings.Contains(s, want)
 }
 
 // A result cannot redraw the terminal: escapes are shown, not run.
