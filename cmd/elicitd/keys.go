@@ -498,7 +498,10 @@ func openExisting(cfg *config) ([]byte, store.Store, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		st, err := postgres.OpenExisting(ctx, cfg.storeURL)
-		return master, st, err
+		if err != nil {
+			return nil, nil, fmt.Errorf("opening the store: %w", err)
+		}
+		return master, st, nil
 	}
 	st, err := sqlite.Open(sqlitePath(cfg))
 	return master, st, err

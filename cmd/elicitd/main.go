@@ -147,7 +147,11 @@ func openStore(cfg *config) (store.Store, error) {
 	if cfg.storeURL != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		return postgres.Open(ctx, cfg.storeURL)
+		st, err := postgres.Open(ctx, cfg.storeURL)
+		if err != nil {
+			return nil, fmt.Errorf("opening the store: %w", err)
+		}
+		return st, nil
 	}
 	if err := os.MkdirAll(cfg.dataDir, 0o700); err != nil {
 		return nil, err
@@ -191,6 +195,15 @@ func run(args []string, stdout, stderr io.Writer) (err error) {
 	if cfg.publicURLFromListener {
 		cfg.publicURL = canonicalOrigin(&url.URL{Scheme: "http", Host: ln.Addr().String()})
 	}
+	// Bound before newApp creates anything: a port --addr already holds
+	// (localhost:P against 127.0.0.1:P, say) is refused with nothing written.
+	var mln net.Listener
+	if cfg.metricsAddr != "" && cfg.metricsAddr != "off" {
+		if mln, err = net.Listen("tcp", cfg.metricsAddr); err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		defer mln.Close()
+	}
 	app, err := newApp(cfg, logger)
 	if err != nil {
 		return err
@@ -211,16 +224,14 @@ func run(args []string, stdout, stderr io.Writer) (err error) {
 	defer stop()
 	go app.sweepLoop(ctx, 5*time.Minute, logger)
 	go app.keys.refreshLoop(ctx, app.sealer, cfg.keysRefresh, logger)
-	if cfg.metricsAddr != "" && cfg.metricsAddr != "off" {
-		mln, err := net.Listen("tcp", cfg.metricsAddr)
-		if err != nil {
-			return fmt.Errorf("--metrics-addr: %w", err)
-		}
+	if mln != nil {
 		msrv := &http.Server{Handler: app.opsMux(), ReadHeaderTimeout: cfg.readHeaderTimeout, IdleTimeout: cfg.idleTimeout,
 			ErrorLog: srv.ErrorLog}
 		logger.Info("metrics listening", "addr", mln.Addr().String())
+		// Its own "shutting down" line says which listener it is.
+		mlogger := logger.With("listener", "metrics")
 		go func() {
-			if err := serve.RunFor(ctx, msrv, mln, logger, cfg.shutdownTimeout); err != nil {
+			if err := serve.RunFor(ctx, msrv, mln, mlogger, cfg.shutdownTimeout); err != nil {
 				logger.Error("metrics listener", "err", err)
 			}
 		}()
@@ -286,25 +297,36 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 	if cfg.demoAuthExposed() {
 		logger.Warn("demo auth is reachable beyond loopback (--insecure-demo-auth): anyone who reaches this server can act as any user", "addr", cfg.addr, "public_url", cfg.publicURL)
 	}
-	master, err := masterKey(cfg)
-	if err != nil {
-		return nil, err
-	}
-	st, err := openStore(cfg)
-	if err != nil {
-		return nil, err
-	}
-	a.closers = append(a.closers, st.Close)
 	now := cfg.now
 	if now == nil {
 		now = time.Now
 	}
-	a.sweep = func(ctx context.Context) (int64, error) { return st.DeleteExpired(ctx, now()) }
+	// What can fail without writing comes first (issuer discovery, the
+	// PostgreSQL connection), so a refused start leaves no data directory,
+	// master.key or SQLite file behind.
 	authn, err := newAuth(cfg, now)
+	if err != nil {
+		return nil, err
+	}
+	var st store.Store
+	if cfg.storeURL != "" {
+		if st, err = openStore(cfg); err != nil {
+			return nil, err
+		}
+		a.closers = append(a.closers, st.Close)
+	}
+	master, err := masterKey(cfg)
 	if err != nil {
 		a.Close()
 		return nil, err
 	}
+	if st == nil {
+		if st, err = openStore(cfg); err != nil {
+			return nil, err
+		}
+		a.closers = append(a.closers, st.Close)
+	}
+	a.sweep = func(ctx context.Context) (int64, error) { return st.DeleteExpired(ctx, now()) }
 	obs, closeAudit, err := newObserver(cfg, logger)
 	if err != nil {
 		a.Close()

@@ -129,7 +129,14 @@ func open(ctx context.Context, dsn string, create bool) (*Store, error) {
 		return nil, pgErrorf("postgres: %w", err)
 	}
 	s := &Store{pool: pool}
-	if !create {
+	if create {
+		// Connect first, so a refused connection reads as the keys
+		// command's (OpenExisting's query below) does.
+		if err := pool.Ping(ctx); err != nil {
+			pool.Close()
+			return nil, pgErrorf("postgres: %w", err)
+		}
+	} else {
 		var exists bool
 		if err := pool.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
 			pool.Close()

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// closedAddr returns a loopback host:port nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// A start refused for what can fail without writing (issuer discovery,
+// the PostgreSQL connection, the metrics port) leaves no data directory,
+// master.key or database behind.
+func TestRefusedStartCreatesNothing(t *testing.T) {
+	t.Setenv(masterKeyEnv, "")
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	_, busyPort, _ := net.SplitHostPort(busy.Addr().String())
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"unreachable issuer", []string{"--auth", "jwt", "--jwt-issuer", "http://" + closedAddr(t), "--oidc-client-id", "x", "--public-url", "http://127.0.0.1:1"}, "--auth jwt"},
+		{"unreachable postgres", []string{"--store", "postgres://elicit:hunter2secret@" + closedAddr(t) + "/elicit?sslmode=disable"}, "opening the store: postgres: "},
+		{"metrics port taken", []string{"--metrics-addr", "localhost:" + busyPort}, "--metrics-addr"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data := filepath.Join(t.TempDir(), "data")
+			args := append([]string{"--data", data, "--addr", "127.0.0.1:0", "--demo-oauth-addr", "off", "--audit-log", "off"}, tt.args...)
+			var out, errOut bytes.Buffer
+			err := run(args, &out, &errOut)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want %q", err, tt.wantErr)
+			}
+			if strings.Contains(err.Error()+errOut.String(), "hunter2secret") {
+				t.Fatalf("the password shows: %v\n%s", err, errOut.String())
+			}
+			if _, err := os.Stat(data); !os.IsNotExist(err) {
+				entries, _ := os.ReadDir(data)
+				t.Fatalf("refused start created %s (%v): %v", data, err, entries)
+			}
+		})
+	}
+}
+
+// The server and the keys command report an unreachable PostgreSQL the
+// same way, without the URL's password.
+func TestKeysStoreErrorPrefix(t *testing.T) {
+	t.Setenv(masterKeyEnv, "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=")
+	out, err := runKeysIn(t, []string{"list"}, "--store", "postgres://elicit:hunter2secret@"+closedAddr(t)+"/elicit?sslmode=disable")
+	if err == nil || !strings.HasPrefix(err.Error(), "opening the store: postgres: ") || strings.Contains(err.Error()+out, "hunter2secret") {
+		t.Fatalf("err = %v\n%s", err, out)
+	}
+}
