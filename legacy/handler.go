@@ -229,7 +229,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case len(r.Header[sessionHeader]) > 0:
 		h.serveLegacy(w, r)
 	case r.Method == http.MethodPost && (len(pv) == 0 || len(pv) == 1 && isLegacyVersion(pv[0])):
-		h.sniff(w, r)
+		h.sniff(w, r, pv)
 	default:
 		h.modern.ServeHTTP(w, r)
 	}
@@ -252,11 +252,13 @@ func isLegacyVersion(v string) bool {
 // MCP-Protocol-Version or a 2025-era one: an initialize request (a 2025
 // client's first, sent before a version is negotiated, or with the version
 // header already set) goes to the legacy side; anything else cannot belong
-// to a 2025 session and goes to the modern handler, which refuses it
+// to a 2025 session: without a 2026 _meta version (and, with no version
+// header, without Mcp-Method) it is a 2025 client that skipped its session
+// (400, -32020, noSessionMessage), else the modern handler refuses it
 // (-32020: the header is missing or differs from _meta). The body is read once within the endpoint's limit and handed
 // on; a body over the limit goes on unread past the limit, so the modern
 // handler answers 413 as usual.
-func (h *Handler) sniff(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) sniff(w http.ResponseWriter, r *http.Request, pv []string) {
 	p, ok := h.modern.Admit(w, r)
 	if !ok {
 		return
@@ -276,19 +278,43 @@ func (h *Handler) sniff(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	if isInitialize(body) {
+	m, ok := peek(body)
+	switch {
+	case ok && m.Method == "initialize":
 		h.initialize(w, r, p, body)
-		return
+	case ok && m.Params.Meta[mcp.MetaProtocolVersion] == nil &&
+		(len(pv) == 1 || len(r.Header[streamhttp.HeaderMethod]) == 0):
+		// A 2025 client's request without its session (a 2026 request
+		// carries the version in _meta and, without a version header,
+		// Mcp-Method): say what is missing rather than which 2026 header.
+		streamhttp.WriteError(w, http.StatusBadRequest, m.ID, jsonrpc.NewError(mcp.CodeHeaderMismatch, noSessionMessage))
+	default:
+		h.modern.ServeHTTP(w, r)
 	}
-	h.modern.ServeHTTP(w, r)
 }
 
-// isInitialize reports whether body is one JSON-RPC initialize request.
-func isInitialize(body []byte) bool {
-	var m struct {
-		Method string `json:"method"`
-	}
-	return json.Unmarshal(body, &m) == nil && m.Method == "initialize"
+// noSessionMessage answers a 2025-era request without Mcp-Session-Id
+// that is not initialize. HTTP 400, as the 2025-11-25 transport answers a
+// missing session id; the code stays the 2026 side's -32020 (a header is
+// missing) so both eras' clients see one code.
+const noSessionMessage = "no session: a 2025-11-25 client sends initialize first and then Mcp-Session-Id"
+
+// peeked is what sniff needs from a request body.
+type peeked struct {
+	ID     jsonrpc.ID `json:"id"`
+	Method string     `json:"method"`
+	Params struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	} `json:"params"`
+}
+
+// peek decodes body as one JSON-RPC message; ok is false when it is not
+// one (a batch, bad JSON, params that are not an object), which the
+// modern handler then answers.
+func peek(body []byte) (peeked, bool) {
+	var m peeked
+	err := json.Unmarshal(body, &m)
+	return m, err == nil
 }
 
 // retryAfter is the Retry-After of a refused initialize: sessions end

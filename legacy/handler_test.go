@@ -240,6 +240,8 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 
+const listBody = `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`
+
 const discoverBody = `{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
 
 // TestRouting: which era answers which request, with the endpoint's Host,
@@ -261,7 +263,11 @@ func TestRouting(t *testing.T) {
 		{"initialize with a 2025 version header", "POST", ts.url, initBody, map[string]string{"MCP-Protocol-Version": "2025-11-25"}, 200, "session"},
 		{"initialize with the 2026 header", "POST", ts.url, initBody, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "initialize"}, 400, `-32602`},
 		{"no header, not initialize", "POST", ts.url, discoverBody, map[string]string{"Mcp-Method": "server/discover"}, 400, `-32020`},
-		{"2025 header, no session, not initialize", "POST", ts.url, discoverBody, map[string]string{"MCP-Protocol-Version": "2025-11-25", "Mcp-Method": "server/discover"}, 400, `-32020`},
+		{"2025 header, no session, a 2026 body", "POST", ts.url, discoverBody, map[string]string{"MCP-Protocol-Version": "2025-11-25", "Mcp-Method": "server/discover"}, 400, `"code":-32020,"message":"Header mismatch`},
+		{"2025 header, no session, tools/list", "POST", ts.url, listBody, map[string]string{"MCP-Protocol-Version": "2025-11-25"}, 400, `{"jsonrpc":"2.0","id":3,"error":{"code":-32020,"message":"no session: a 2025-11-25 client sends initialize first and then Mcp-Session-Id"}}`},
+		{"2025 header and Mcp-Method, no session, tools/list", "POST", ts.url, listBody, map[string]string{"MCP-Protocol-Version": "2025-11-25", "Mcp-Method": "tools/list"}, 400, `"message":"no session: a 2025-11-25 client sends initialize first`},
+		{"no headers, no session, tools/list", "POST", ts.url, listBody, nil, 400, `"message":"no session: a 2025-11-25 client sends initialize first`},
+		{"no version header, Mcp-Method, no _meta", "POST", ts.url, listBody, map[string]string{"Mcp-Method": "tools/list"}, 400, `"code":-32020,"message":"Header mismatch`},
 		{"unknown session", "POST", ts.url, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, map[string]string{"Mcp-Session-Id": "nope", "MCP-Protocol-Version": "2025-11-25"}, 404, "session not found"},
 		{"GET without session", "GET", ts.url, "", nil, 405, "Method Not Allowed"},
 		{"DELETE of an unknown session", "DELETE", ts.url, "", map[string]string{"Mcp-Session-Id": "nope"}, 404, "session not found"},
