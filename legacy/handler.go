@@ -56,7 +56,9 @@
 // no request in progress, the caps (Options.MaxSessions,
 // Options.MaxSessionsPerPrincipal) and Close each cancel the session's
 // bridge calls first, because go-sdk's close waits for in-flight handlers
-// and a prompt the client never answers would hold it forever.
+// and a prompt the client never answers would hold it forever. A call cut
+// off so is answered -32603 "Session closed: <reason>"; the close waits
+// for that answer (at most two seconds) so go-sdk does not drop it.
 //
 // Authentication, the Host/Origin check and the body limit are the
 // streamhttp handler's (Admit, MaxBodyBytes), applied before go-sdk sees

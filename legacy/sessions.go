@@ -40,7 +40,13 @@ type session struct {
 	last   time.Time // when the last request ended (or the session opened)
 	timer  *time.Timer
 	closed bool
+	quiet  chan struct{} // closed by done when busy reaches 0 after end began
 }
+
+// drainTimeout bounds how long end waits, after cancelling a session's
+// calls, for their POST streams to carry the error answer before go-sdk's
+// close cuts them off.
+const drainTimeout = 2 * time.Second
 
 // sessionKey carries the *session of an initialize request into the
 // go-sdk connection's context; go-sdk keeps that context's values for every
@@ -174,6 +180,10 @@ func (r *registry) done(s *session) {
 	if s.busy--; s.busy == 0 && s.timer != nil && !s.closed {
 		s.timer.Reset(r.idle)
 	}
+	if s.busy == 0 && s.quiet != nil {
+		close(s.quiet)
+		s.quiet = nil
+	}
 }
 
 // forget removes s from the counts; r.mu is held. It reports whether s was
@@ -206,14 +216,30 @@ func (r *registry) forget(s *session) bool {
 }
 
 // end closes s for cause: its bridge calls are cancelled first (their
-// prompts to the client end), then go-sdk closes the session, which waits
-// for its handlers to return.
+// prompts to the client end), their error answers get up to drainTimeout
+// to reach the client, then go-sdk closes the session, which waits for its
+// handlers to return.
 func (r *registry) end(s *session, cause error) {
 	r.mu.Lock()
 	r.forget(s)
 	ss := s.ss
+	var quiet chan struct{}
+	if s.busy > 0 && s.quiet == nil {
+		s.quiet = make(chan struct{})
+	}
+	quiet = s.quiet
 	r.mu.Unlock()
 	s.cancel(cause)
+	if quiet != nil {
+		// The cancelled calls answer with an error (bridge.wireError) on
+		// their POST streams; closing first would drop that answer.
+		t := time.NewTimer(drainTimeout)
+		select {
+		case <-quiet:
+		case <-t.C:
+		}
+		t.Stop()
+	}
 	if ss != nil {
 		_ = ss.Close()
 		r.log.Debug("legacy: session closed", "reason", cause.Error())

@@ -89,6 +89,13 @@ func TestSIGTERMWithLegacySession(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	// The waiting call is answered before its stream closes.
+	const answer = `{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"Session closed: the server is shutting down"}}`
+	for sc.Text() != "data: "+answer {
+		if !sc.Scan() {
+			t.Fatalf("the call's stream ended without %s (%v)", answer, sc.Err())
+		}
+	}
 	if err := <-exited; err != nil || cmd.ProcessState.ExitCode() != 0 {
 		t.Fatalf("elicitd exit: %v (code %d)\n%s", err, cmd.ProcessState.ExitCode(), stderr.String())
 	}
