@@ -47,7 +47,8 @@ func TestSIGTERMFinishesInFlightRequest(t *testing.T) {
 	}
 	addr := freeLoopbackAddr(t)
 	stderr := &syncBuffer{}
-	cmd := exec.Command(bin, "--addr", addr, "--data", filepath.Join(dir, "data"), "--audit-log", "off", "--shutdown-timeout", "1m")
+	cmd := exec.Command(bin, "--addr", addr, "--data", filepath.Join(dir, "data"), "--audit-log", "off", "--shutdown-timeout", "1m",
+		"--metrics-addr", freeLoopbackAddr(t))
 	var environ []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "ELICIT_") {
@@ -141,4 +142,18 @@ func TestSIGTERMFinishesInFlightRequest(t *testing.T) {
 		t.Fatalf("elicitd exit: %v (code %d)\n%s", err, cmd.ProcessState.ExitCode(), stderr.String())
 	}
 	exited <- nil // for the cleanup
+	// One "shutting down" per listener, the metrics one named.
+	var mainLines, metricsLines int
+	for line := range strings.Lines(stderr.String()) {
+		switch {
+		case !strings.Contains(line, `msg="shutting down"`):
+		case strings.Contains(line, "listener=metrics"):
+			metricsLines++
+		default:
+			mainLines++
+		}
+	}
+	if mainLines != 1 || metricsLines != 1 {
+		t.Fatalf("shutting down logged %d times for --addr, %d for --metrics-addr:\n%s", mainLines, metricsLines, stderr.String())
+	}
 }
