@@ -96,7 +96,12 @@ var settings = []setting{
 	{name: "insecure-demo-auth", def: "false", isBool: true, usage: "allow demo bearer auth (token = user name) on a non-loopback --addr or --public-url",
 		apply: func(c *config, v string) (err error) { c.insecureDemoAuth, err = parseBool(v); return err }},
 	{name: "log-level", def: "info", usage: "operational log level: debug, info, warn, error",
-		apply: func(c *config, v string) error { return c.logLevel.UnmarshalText([]byte(v)) }},
+		apply: func(c *config, v string) error {
+			if c.logLevel.UnmarshalText([]byte(v)) != nil {
+				return fmt.Errorf("want debug, info, warn or error, not %q", v)
+			}
+			return nil
+		}},
 	{name: "audit-log", def: "-", usage: "audit records (JSON lines): - for stdout, off, or a file to append to",
 		apply: func(c *config, v string) error { c.auditLog = offOr(v); return nil }},
 	{name: "metrics-addr", def: "", defDoc: "on --addr", usage: "host:port of a separate listener for /metrics, /healthz and /readyz, or off (no /metrics)",
@@ -269,6 +274,11 @@ func (cfg *config) check() error {
 	if cfg.auth.mode != "jwt" && !isLoopback(host) && !cfg.insecureDemoAuth {
 		return fmt.Errorf("--addr %s is not a loopback address: demo auth lets anyone claim any user; pass --insecure-demo-auth to accept that", cfg.addr)
 	}
+	if cfg.auth.mode == "jwt" && cfg.insecureDemoAuth {
+		// The mirror of demo mode refusing JWT settings: the operator
+		// expects something --auth jwt does not do.
+		return errors.New("--auth jwt does not use --insecure-demo-auth (tokens are checked, no demo sign-in): remove it")
+	}
 	if cfg.storeURL != "" && !isPostgresURL(cfg.storeURL) {
 		return fmt.Errorf("--store must be a postgres:// or postgresql:// URL (or empty for SQLite in --data)")
 	}
@@ -420,6 +430,9 @@ func readConfigFile(path string) ([]byte, error) {
 func parseConfigFile(data []byte) (map[string]string, error) {
 	var raw map[string]jsontext.Value
 	if err := json.Unmarshal(data, &raw); err != nil {
+		if se := (*jsontext.SyntacticError)(nil); errors.As(err, &se) && errors.Is(se.Err, jsontext.ErrDuplicateName) {
+			return nil, fmt.Errorf("setting %q given twice", se.JSONPointer.LastToken())
+		}
 		return nil, err
 	}
 	if raw == nil {

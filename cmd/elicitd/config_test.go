@@ -80,7 +80,8 @@ func TestConfigErrors(t *testing.T) {
 		wantErr string
 	}{
 		{"unknown file key", nil, nil, `{"adr": "127.0.0.1:1"}`, `unknown setting "adr"`},
-		{"repeated file key", nil, nil, `{"addr": "127.0.0.1:1", "addr": "127.0.0.1:2"}`, "duplicate"},
+		{"repeated file key", nil, nil, `{"addr": "127.0.0.1:1", "addr": "127.0.0.1:2"}`, `: setting "addr" given twice`},
+		{"unknown log level", []string{"--log-level", "verbose"}, nil, "", `--log-level: want debug, info, warn or error, not "verbose"`},
 		{"secret in file", nil, nil, `{"master-key": "x"}`, "ELICIT_MASTER_KEY"},
 		{"number value", nil, nil, `{"addr": 3000}`, `"addr": want a string`},
 		{"bool for string", nil, nil, `{"addr": true}`, `"addr": want a string`},

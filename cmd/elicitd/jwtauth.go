@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/mcp-elicit/elicit/auth"
 	"github.com/mcp-elicit/elicit/connect"
@@ -42,9 +41,9 @@ func init() {
 		setting{name: "jwt-resource", def: "", defDoc: "<public-url>/mcp", usage: "--auth jwt: this server's resource identifier (RFC 8707); tokens' aud must contain it",
 			apply: func(c *config, v string) error { c.auth.resource = v; return nil }},
 		setting{name: "jwt-algs", def: "", defDoc: strings.Join(defaultJWTAlgs, ","), usage: "--auth jwt: accepted JWS algorithms, comma-separated (asymmetric only: RSnnn, PSnnn, ESnnn, EdDSA; never none or HMAC)",
-			apply: func(c *config, v string) error { c.auth.algs = splitList(v); return nil }},
+			apply: func(c *config, v string) (err error) { c.auth.algs, err = splitList(v); return err }},
 		setting{name: "jwt-scopes", def: "", usage: "--auth jwt: scopes every token must grant, comma-separated (403 insufficient_scope otherwise)",
-			apply: func(c *config, v string) error { c.auth.scopes = splitList(v); return nil }},
+			apply: func(c *config, v string) (err error) { c.auth.scopes, err = splitList(v); return err }},
 		setting{name: "oidc-client-id", def: "", usage: "--auth jwt: the pages' OAuth client id at the issuer; register the redirect URI public URL + " + connect.SignInCallbackPath,
 			apply: func(c *config, v string) error { c.auth.clientID = v; return nil }},
 		setting{name: "oidc-client-secret", envOnly: true, def: "", defDoc: "none (public client, PKCE only)", usage: "--auth jwt: the pages' OAuth client secret",
@@ -56,9 +55,22 @@ func init() {
 // --jwt-algs says otherwise.
 var defaultJWTAlgs = []string{"RS256", "ES256"}
 
-// splitList splits a list setting at commas and white space.
-func splitList(v string) []string {
-	return strings.FieldsFunc(v, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
+// splitList splits a list setting at commas and white space; an empty
+// entry (",," or a leading or trailing comma) is refused, not skipped, as
+// it is most likely a value lost in editing. An empty v is no list.
+func splitList(v string) ([]string, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	var out []string
+	for part := range strings.SplitSeq(v, ",") {
+		f := strings.Fields(part)
+		if len(f) == 0 {
+			return nil, fmt.Errorf("empty entry in %q: want names separated by commas", v)
+		}
+		out = append(out, f...)
+	}
+	return out, nil
 }
 
 // check validates the jwt settings once publicURL is known.

@@ -266,6 +266,9 @@ func TestAuthSettings(t *testing.T) {
 		{"jwt settings in a file under demo", []string{"--config", writeConfig(t, `{"jwt-scopes": "a", "jwt-algs": "RS256"}`)}, "does not use --jwt-algs, --jwt-scopes: remove them"},
 		{"demo off loopback", []string{"--addr", "0.0.0.0:3000"}, "insecure-demo-auth"},
 		{"client secret in a file", []string{"--config", writeConfig(t, `{"oidc-client-secret": "x"}`)}, "ELICIT_OIDC_CLIENT_SECRET"},
+		{"demo auth under jwt", []string{"--auth", "jwt", "--jwt-issuer", "https://idp.example.com", "--oidc-client-id", "p", "--insecure-demo-auth"}, "--auth jwt does not use --insecure-demo-auth"},
+		{"empty alg", []string{"--auth", "jwt", "--jwt-issuer", "https://idp.example.com", "--oidc-client-id", "p", "--jwt-algs", "RS256,,ES256"}, `--jwt-algs: empty entry in "RS256,,ES256"`},
+		{"trailing comma in scopes", []string{"--auth", "jwt", "--jwt-issuer", "https://idp.example.com", "--oidc-client-id", "p", "--jwt-scopes", "a,"}, "--jwt-scopes: empty entry"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
