@@ -180,21 +180,22 @@ func (f *flagValue) Set(v string) error {
 
 // parseFlags resolves the configuration from args, the process
 // environment and the --config file.
-func parseFlags(args []string, stderr io.Writer) (*config, error) {
-	return loadConfig(args, os.Getenv, stderr)
+func parseFlags(args []string, helpOut io.Writer) (*config, error) {
+	return loadConfig(args, os.Getenv, helpOut)
 }
 
 // loadConfig resolves every setting: flag, else a non-empty environment
 // variable, else the --config file, else the default; then checks the
 // whole.
-func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*config, error) {
-	return loadConfigFor("elicitd", args, getenv, stderr)
+func loadConfig(args []string, getenv func(string) string, helpOut io.Writer) (*config, error) {
+	return loadConfigFor("elicitd", args, getenv, helpOut)
 }
 
 // loadConfigFor is loadConfig for the command cmd ("elicitd" or "elicitd
-// keys"): --help prints cmd's usage; a flag error is returned once, with
-// a hint to see cmd --help, and no usage.
-func loadConfigFor(cmd string, args []string, getenv func(string) string, stderr io.Writer) (*config, error) {
+// keys"): --help prints cmd's usage to helpOut (stdout: it was asked
+// for); a flag error is returned once, with a hint to see cmd --help, and
+// no usage.
+func loadConfigFor(cmd string, args []string, getenv func(string) string, helpOut io.Writer) (*config, error) {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
@@ -209,9 +210,9 @@ func loadConfigFor(cmd string, args []string, getenv func(string) string, stderr
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			if cmd == "elicitd" {
-				writeUsage(stderr)
+				writeUsage(helpOut)
 			} else {
-				_, _ = io.WriteString(stderr, keysUsage)
+				_, _ = io.WriteString(helpOut, keysUsage)
 			}
 			return nil, err
 		}

@@ -517,7 +517,7 @@ func runKeys(args []string, stdout, stderr io.Writer) error {
 	id, force := "", false
 	switch verb {
 	case "-h", "-help", "--help", "help":
-		_, _ = io.WriteString(stderr, keysUsage)
+		_, _ = io.WriteString(stdout, keysUsage) // asked for: stdout, so | less works
 		return nil
 	case "retire":
 		rest, force = takeBoolFlag(rest, "force")
@@ -542,7 +542,7 @@ func runKeys(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	cfg, err := loadConfigFor("elicitd keys", rest, os.Getenv, stderr)
+	cfg, err := loadConfigFor("elicitd keys", rest, os.Getenv, stdout)
 	if err != nil {
 		return err
 	}

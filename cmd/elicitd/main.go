@@ -182,7 +182,7 @@ func run(args []string, stdout, stderr io.Writer) (err error) {
 	if len(args) > 0 && args[0] == "keys" {
 		return runKeys(args[1:], stdout, stderr)
 	}
-	cfg, err := parseFlags(args, stderr)
+	cfg, err := parseFlags(args, stdout) // --help, asked for, goes to stdout
 	if err != nil {
 		return err
 	}

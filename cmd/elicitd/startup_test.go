@@ -70,3 +70,33 @@ func TestKeysStoreErrorPrefix(t *testing.T) {
 		t.Fatalf("err = %v\n%s", err, out)
 	}
 }
+
+// --help, asked for, goes to stdout (elicitd --help | less); usage errors
+// to stderr.
+func TestHelpOnStdout(t *testing.T) {
+	tests := []struct {
+		args    []string
+		wantOut bool // else: nothing on stdout
+	}{
+		{[]string{"--help"}, true},
+		{[]string{"-h"}, true},
+		{[]string{"keys", "--help"}, true},
+		{[]string{"keys", "help"}, true},
+		{[]string{"keys", "list", "--help"}, true},
+		{[]string{"keys", "retire", "k1", "--help"}, true},
+		{[]string{"--bogus"}, false},
+		{[]string{"keys", "spin"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			err := run(tt.args, &out, &errOut)
+			if tt.wantOut && (err != nil || !strings.Contains(out.String(), "Usage") || errOut.Len() > 0) {
+				t.Fatalf("err %v; stdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
+			}
+			if !tt.wantOut && (err == nil || out.Len() > 0) {
+				t.Fatalf("err %v; stdout:\n%s", err, out.String())
+			}
+		})
+	}
+}
