@@ -57,6 +57,18 @@ type elicitdProc struct {
 	done   chan struct{} // closed when the process has been waited for
 }
 
+// environWithoutElicit is the process environment without its ELICIT_*
+// variables, so a child elicitd sees only the settings a test gives it.
+func environWithoutElicit() []string {
+	var environ []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ELICIT_") {
+			environ = append(environ, kv)
+		}
+	}
+	return environ
+}
+
 // freeLoopbackAddr returns a loopback address nothing listens on right now.
 func freeLoopbackAddr(t *testing.T) string {
 	t.Helper()
@@ -91,12 +103,7 @@ func TestTwoProcessesSIGKILL(t *testing.T) {
 	key := make([]byte, 32)
 	rand.Read(key)
 	keyB64 := base64.StdEncoding.EncodeToString(key)
-	var environ []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "ELICIT_") {
-			environ = append(environ, kv)
-		}
-	}
+	environ := environWithoutElicit()
 	environ = append(environ, masterKeyEnv+"="+keyB64)
 
 	pln, err := net.Listen("tcp", "127.0.0.1:0")

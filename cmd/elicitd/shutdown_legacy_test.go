@@ -5,7 +5,6 @@ package main
 import (
 	"bufio"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -29,12 +28,7 @@ func TestSIGTERMWithLegacySession(t *testing.T) {
 	addr := freeLoopbackAddr(t)
 	stderr := &syncBuffer{}
 	cmd := exec.Command(bin, "--addr", addr, "--data", filepath.Join(dir, "data"), "--audit-log", "off", "--shutdown-timeout", "1m")
-	var environ []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "ELICIT_") {
-			environ = append(environ, kv)
-		}
-	}
+	environ := environWithoutElicit()
 	cmd.Env = environ
 	cmd.Stdout, cmd.Stderr = stderr, stderr
 	if err := cmd.Start(); err != nil {

@@ -49,12 +49,7 @@ func TestSIGTERMFinishesInFlightRequest(t *testing.T) {
 	stderr := &syncBuffer{}
 	cmd := exec.Command(bin, "--addr", addr, "--data", filepath.Join(dir, "data"), "--audit-log", "off", "--shutdown-timeout", "1m",
 		"--metrics-addr", freeLoopbackAddr(t))
-	var environ []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "ELICIT_") {
-			environ = append(environ, kv)
-		}
-	}
+	environ := environWithoutElicit()
 	cmd.Env = append(environ, "ELICIT_TEST_BLOCK_FIFO="+fifo)
 	cmd.Stdout, cmd.Stderr = stderr, stderr
 	if err := cmd.Start(); err != nil {

@@ -9,18 +9,6 @@ import (
 	"testing"
 )
 
-// closedAddr returns a loopback host:port nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // A start refused for what can fail without writing (issuer discovery,
 // the PostgreSQL connection, the metrics port) leaves no data directory,
 // master.key or database behind.
@@ -37,8 +25,8 @@ func TestRefusedStartCreatesNothing(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{"unreachable issuer", []string{"--auth", "jwt", "--jwt-issuer", "http://" + closedAddr(t), "--oidc-client-id", "x", "--public-url", "http://127.0.0.1:1"}, "--auth jwt"},
-		{"unreachable postgres", []string{"--store", "postgres://elicit:hunter2secret@" + closedAddr(t) + "/elicit?sslmode=disable"}, "opening the store: postgres: "},
+		{"unreachable issuer", []string{"--auth", "jwt", "--jwt-issuer", "http://" + freeLoopbackAddr(t), "--oidc-client-id", "x", "--public-url", "http://127.0.0.1:1"}, "--auth jwt"},
+		{"unreachable postgres", []string{"--store", "postgres://elicit:hunter2secret@" + freeLoopbackAddr(t) + "/elicit?sslmode=disable"}, "opening the store: postgres: "},
 		{"metrics port taken", []string{"--metrics-addr", "localhost:" + busyPort}, "--metrics-addr"},
 	}
 	for _, tt := range tests {
@@ -65,7 +53,7 @@ func TestRefusedStartCreatesNothing(t *testing.T) {
 // same way, without the URL's password.
 func TestKeysStoreErrorPrefix(t *testing.T) {
 	t.Setenv(masterKeyEnv, "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=")
-	out, err := runKeysIn(t, []string{"list"}, "--store", "postgres://elicit:hunter2secret@"+closedAddr(t)+"/elicit?sslmode=disable")
+	out, err := runKeysIn(t, []string{"list"}, "--store", "postgres://elicit:hunter2secret@"+freeLoopbackAddr(t)+"/elicit?sslmode=disable")
 	if err == nil || !strings.HasPrefix(err.Error(), "opening the store: postgres: ") || strings.Contains(err.Error()+out, "hunter2secret") {
 		t.Fatalf("err = %v\n%s", err, out)
 	}
