@@ -93,6 +93,18 @@ type message struct {
 	} `json:"error"`
 }
 
+// nextReply returns the next message of an SSE stream that is not a
+// notification (go-sdk may send notifications/cancelled for a prompt
+// before the call's answer), or nil at its end.
+func nextReply(t *testing.T, sc *bufio.Scanner) *message {
+	t.Helper()
+	m := next(t, sc)
+	for m != nil && m.Method != "" && len(m.ID) == 0 {
+		m = next(t, sc)
+	}
+	return m
+}
+
 // next returns the next JSON-RPC message of an SSE stream, or nil at its end.
 func next(t *testing.T, sc *bufio.Scanner) *message {
 	t.Helper()
@@ -155,7 +167,7 @@ func TestInputTimeout(t *testing.T) {
 	s := rs.open(t, "alice")
 	resp, sc, _ := rs.ask(t, "alice", s, "ask_name")
 	defer resp.Body.Close()
-	m := next(t, sc)
+	m := nextReply(t, sc)
 	if m == nil || m.Error == nil || m.Error.Code != -32603 || m.Error.Message != "The client did not answer elicitation/create within 50ms" {
 		t.Fatalf("want -32603 not answered, got %+v", m)
 	}
@@ -186,7 +198,7 @@ func TestDeleteWithPendingPrompt(t *testing.T) {
 	}
 	// The call's stream ends with its session (go-sdk may drop the
 	// call's error response on the closing session).
-	if m := next(t, sc); m != nil && (m.Error == nil || m.Error.Message != "Session closed: the client ended the session") {
+	if m := nextReply(t, sc); m != nil && (m.Error == nil || m.Error.Message != "Session closed: the client ended the session") {
 		t.Fatalf("pending call: got %+v", m)
 	}
 }
@@ -213,10 +225,7 @@ func TestClose(t *testing.T) {
 	}
 	// The pending call gets its answer before the stream closes; a
 	// notifications/cancelled for the prompt may come first.
-	m := next(t, sc)
-	for m != nil && m.Method == "notifications/cancelled" {
-		m = next(t, sc)
-	}
+	m := nextReply(t, sc)
 	if m == nil || m.Error == nil || m.Error.Message != "Session closed: the server is shutting down" {
 		t.Fatalf("pending call: got %+v", m)
 	}
@@ -291,7 +300,7 @@ func TestWire2025(t *testing.T) {
 		resp, sc, m := rs.ask(t, "alice", s, "ask_name")
 		defer resp.Body.Close()
 		answer(m, `{"action":"yolo"}`)
-		if m := next(t, sc); m == nil || m.Error == nil || m.Error.Code != -32602 || !strings.HasPrefix(m.Error.Message, "Invalid elicitation answer: ") {
+		if m := nextReply(t, sc); m == nil || m.Error == nil || m.Error.Code != -32602 || !strings.HasPrefix(m.Error.Message, "Invalid elicitation answer: ") {
 			t.Fatalf("got %+v", m)
 		}
 	})
