@@ -218,6 +218,27 @@ const (
 	MaxRecordIDLen    = 128
 )
 
+// CheckRecordKey reports an error unless kind is 1–MaxRecordKindLen and id
+// 1–MaxRecordIDLen bytes; drivers call it before inserting a record.
+func CheckRecordKey(kind, id string) error {
+	if kind == "" || len(kind) > MaxRecordKindLen || id == "" || len(id) > MaxRecordIDLen {
+		return errors.New("store: record kind must be 1 to 64 bytes and id 1 to 128 bytes")
+	}
+	return nil
+}
+
+// RecordData returns the bytes a driver stores for r.Data: never nil, so
+// the NOT NULL column holds an empty value. It refuses a nil r.
+func RecordData(r *Record) ([]byte, error) {
+	if r == nil {
+		return nil, errors.New("store: nil record")
+	}
+	if r.Data == nil {
+		return []byte{}, nil
+	}
+	return r.Data, nil
+}
+
 // StateKey is one key of the shared requestState key ring (reqstate),
 // kept in the store so that every instance sharing it sees rotations.
 type StateKey struct {

@@ -154,13 +154,6 @@ type effects struct {
 
 var errEffectsDone = errors.New("postgres: Effects used after the effect returned")
 
-func checkRecordKey(kind, id string) error {
-	if kind == "" || len(kind) > store.MaxRecordKindLen || id == "" || len(id) > store.MaxRecordIDLen {
-		return errors.New("postgres: record kind must be 1 to 64 bytes and id 1 to 128 bytes")
-	}
-	return nil
-}
-
 // Insert implements store.Effects. The INSERT runs under a savepoint, so a
 // duplicate key leaves the transaction usable (PostgreSQL aborts the whole
 // transaction on an error otherwise).
@@ -168,15 +161,12 @@ func (e *effects) Insert(ctx context.Context, r *store.Record) error {
 	if e.done {
 		return errEffectsDone
 	}
-	if r == nil {
-		return errors.New("postgres: nil record")
-	}
-	if err := checkRecordKey(r.Kind, r.ID); err != nil {
+	data, err := store.RecordData(r)
+	if err != nil {
 		return err
 	}
-	data := r.Data
-	if data == nil {
-		data = []byte{}
+	if err := store.CheckRecordKey(r.Kind, r.ID); err != nil {
+		return err
 	}
 	sp, err := e.tx.Begin(ctx)
 	if err != nil {
@@ -213,12 +203,9 @@ func (e *effects) Update(ctx context.Context, r *store.Record) error {
 	if e.done {
 		return errEffectsDone
 	}
-	if r == nil {
-		return errors.New("postgres: nil record")
-	}
-	data := r.Data
-	if data == nil {
-		data = []byte{}
+	data, err := store.RecordData(r)
+	if err != nil {
+		return err
 	}
 	tag, err := e.tx.Exec(ctx,
 		`UPDATE records SET status = $1, data = $2, updated_at = $3, operation_id = $4, version = version + 1

@@ -147,29 +147,19 @@ type effects struct {
 
 var errEffectsDone = errors.New("sqlite: Effects used after the effect returned")
 
-func checkRecordKey(kind, id string) error {
-	if kind == "" || len(kind) > store.MaxRecordKindLen || id == "" || len(id) > store.MaxRecordIDLen {
-		return errors.New("sqlite: record kind must be 1 to 64 bytes and id 1 to 128 bytes")
-	}
-	return nil
-}
-
 // Insert implements store.Effects.
 func (e *effects) Insert(ctx context.Context, r *store.Record) error {
 	if e.done {
 		return errEffectsDone
 	}
-	if r == nil {
-		return errors.New("sqlite: nil record")
-	}
-	if err := checkRecordKey(r.Kind, r.ID); err != nil {
+	data, err := store.RecordData(r)
+	if err != nil {
 		return err
 	}
-	data := r.Data
-	if data == nil {
-		data = []byte{}
+	if err := store.CheckRecordKey(r.Kind, r.ID); err != nil {
+		return err
 	}
-	_, err := e.tx.ExecContext(ctx, `INSERT INTO records (`+recordColumns+`) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)`,
+	_, err = e.tx.ExecContext(ctx, `INSERT INTO records (`+recordColumns+`) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)`,
 		r.Kind, r.ID, r.Principal, r.Status, data, e.opID, zNanos(r.CreatedAt), zNanos(r.UpdatedAt))
 	if isUniqueViolation(err) {
 		return fmt.Errorf("sqlite: record exists: %w", store.ErrConflict)
@@ -195,12 +185,9 @@ func (e *effects) Update(ctx context.Context, r *store.Record) error {
 	if e.done {
 		return errEffectsDone
 	}
-	if r == nil {
-		return errors.New("sqlite: nil record")
-	}
-	data := r.Data
-	if data == nil {
-		data = []byte{}
+	data, err := store.RecordData(r)
+	if err != nil {
+		return err
 	}
 	res, err := e.tx.ExecContext(ctx,
 		`UPDATE records SET status = ?, data = ?, updated_at = ?, operation_id = ?, version = version + 1
