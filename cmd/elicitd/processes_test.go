@@ -69,6 +69,37 @@ func environWithoutElicit() []string {
 	return environ
 }
 
+// process is an elicitd started by startProcess: done is closed once it
+// has been waited for, and err is then Wait's result.
+type process struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer // stdout and stderr
+	done chan struct{}
+	err  error
+}
+
+// startProcess starts bin with args and env, kills it at cleanup (however
+// the test ends), and returns once it logs that it listens.
+func startProcess(t *testing.T, bin string, env []string, args ...string) *process {
+	t.Helper()
+	p := &process{cmd: exec.Command(bin, args...), out: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd.Env = env
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		<-p.done
+	})
+	waitFor(t, "elicitd to listen", func() bool { return strings.Contains(p.out.String(), "elicitd listening") })
+	return p
+}
+
+// wait returns Wait's result once the process has exited.
+func (p *process) wait() error { <-p.done; return p.err }
+
 // freeLoopbackAddr returns a loopback address nothing listens on right now.
 func freeLoopbackAddr(t *testing.T) string {
 	t.Helper()

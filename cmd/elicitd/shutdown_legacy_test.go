@@ -26,21 +26,9 @@ func TestSIGTERMWithLegacySession(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	addr := freeLoopbackAddr(t)
-	stderr := &syncBuffer{}
-	cmd := exec.Command(bin, "--addr", addr, "--data", filepath.Join(dir, "data"), "--audit-log", "off", "--shutdown-timeout", "1m")
-	environ := environWithoutElicit()
-	cmd.Env = environ
-	cmd.Stdout, cmd.Stderr = stderr, stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-	})
-	waitFor(t, "elicitd to listen", func() bool { return strings.Contains(stderr.String(), "elicitd listening") })
+	proc := startProcess(t, bin, environWithoutElicit(),
+		"--addr", addr, "--data", filepath.Join(dir, "data"), "--audit-log", "off", "--shutdown-timeout", "1m")
+	cmd, stderr := proc.cmd, proc.out
 
 	url := "http://" + addr + "/mcp"
 	do := func(method, session, body string) *http.Response {
@@ -90,11 +78,10 @@ func TestSIGTERMWithLegacySession(t *testing.T) {
 			t.Fatalf("the call's stream ended without %s (%v)", answer, sc.Err())
 		}
 	}
-	if err := <-exited; err != nil || cmd.ProcessState.ExitCode() != 0 {
+	if err := proc.wait(); err != nil || cmd.ProcessState.ExitCode() != 0 {
 		t.Fatalf("elicitd exit: %v (code %d)\n%s", err, cmd.ProcessState.ExitCode(), stderr.String())
 	}
 	if log := stderr.String(); !strings.Contains(log, "shutting down") || strings.Contains(log, "did not finish") {
 		t.Fatalf("shutdown log:\n%s", log)
 	}
-	exited <- nil // for the cleanup
 }

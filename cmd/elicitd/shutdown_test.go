@@ -46,22 +46,10 @@ func TestSIGTERMFinishesInFlightRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := freeLoopbackAddr(t)
-	stderr := &syncBuffer{}
-	cmd := exec.Command(bin, "--addr", addr, "--data", filepath.Join(dir, "data"), "--audit-log", "off", "--shutdown-timeout", "1m",
+	proc := startProcess(t, bin, append(environWithoutElicit(), "ELICIT_TEST_BLOCK_FIFO="+fifo),
+		"--addr", addr, "--data", filepath.Join(dir, "data"), "--audit-log", "off", "--shutdown-timeout", "1m",
 		"--metrics-addr", freeLoopbackAddr(t))
-	environ := environWithoutElicit()
-	cmd.Env = append(environ, "ELICIT_TEST_BLOCK_FIFO="+fifo)
-	cmd.Stdout, cmd.Stderr = stderr, stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-	})
-	waitFor(t, "elicitd to listen", func() bool { return strings.Contains(stderr.String(), "elicitd listening") })
+	cmd, stderr := proc.cmd, proc.out
 
 	type result struct {
 		status int
@@ -120,8 +108,8 @@ func TestSIGTERMFinishesInFlightRequest(t *testing.T) {
 	select {
 	case r := <-done:
 		t.Fatalf("the request ended before it was released: %+v", r)
-	case err := <-exited:
-		t.Fatalf("elicitd exited with a request in flight: %v\n%s", err, stderr.String())
+	case <-proc.done:
+		t.Fatalf("elicitd exited with a request in flight: %v\n%s", proc.err, stderr.String())
 	default:
 	}
 
@@ -133,10 +121,9 @@ func TestSIGTERMFinishesInFlightRequest(t *testing.T) {
 	if r.err != nil || r.status != http.StatusOK || !strings.Contains(r.body, `"text":"released: go"`) {
 		t.Fatalf("in-flight request: HTTP %d %v %s", r.status, r.err, r.body)
 	}
-	if err := <-exited; err != nil || cmd.ProcessState.ExitCode() != 0 {
+	if err := proc.wait(); err != nil || cmd.ProcessState.ExitCode() != 0 {
 		t.Fatalf("elicitd exit: %v (code %d)\n%s", err, cmd.ProcessState.ExitCode(), stderr.String())
 	}
-	exited <- nil // for the cleanup
 	// One "shutting down" per listener, the metrics one named.
 	var mainLines, metricsLines int
 	for line := range strings.Lines(stderr.String()) {
