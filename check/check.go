@@ -33,11 +33,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
-	"unicode"
 
+	"github.com/mcp-elicit/elicit/internal/termtext"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpclient"
 )
@@ -92,8 +93,8 @@ type Result struct {
 	// Expectation is what a safe server does, in one sentence.
 	Expectation string `json:"expectation"`
 	// Observed is what the server did: server text clipped and with the
-	// secrets redacted, but not escaped (WriteText escapes control
-	// characters once, as \n or \uXXXX; JSON escapes it its own way).
+	// secrets redacted, but not escaped (WriteText escapes control and
+	// invisible characters once, as \n or \x1b; WriteJSON as \u escapes).
 	Observed string `json:"observed"`
 	// Verdict is the case's verdict.
 	Verdict Verdict `json:"verdict"`
@@ -159,12 +160,11 @@ func (r *Report) add(res Result) {
 	}
 }
 
-// WriteJSON writes the report as indented JSON.
-func (r *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
+// WriteJSON writes the report as indented JSON. Control, bidi and other
+// invisible characters in its strings are written as \u escapes, the way
+// elicit call --json writes them, so the report reads on a terminal as it
+// is and decodes to the same values.
+func (r *Report) WriteJSON(w io.Writer) error { return termtext.WriteJSON(w, r) }
 
 // WriteText writes the report as a table: one block per case with its
 // verdict, expectation and observation, then the counts.
@@ -177,7 +177,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	case r.Server != nil:
 		server = r.Server.Name + " " + r.Server.Version
 	}
-	fmt.Fprintf(&b, "elicit check %s  tool %s  (%s, protocol %s)\n\n", escapeText(r.URL), escapeText(r.Tool), clipEscape(server, 160), r.ProtocolVersion)
+	fmt.Fprintf(&b, "elicit check %s  tool %s  (%s, protocol %s)\n\n", escapeText(r.URL), escapeText(r.Tool), clipEscape(server, 160), escapeText(r.ProtocolVersion))
 	width := 0
 	for _, res := range r.Results {
 		width = max(width, len(res.ID))
@@ -222,6 +222,10 @@ type Config struct {
 	// FetchLinks says which URL-mode links url-no-login may open; "" means
 	// FetchSafe.
 	FetchLinks LinkPolicy
+	// Logger receives the MCP client's notes about server oddities (a tool
+	// dropped for bad x-mcp-header annotations, a request on a response
+	// stream); they quote the server. Nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // LinkPolicy says which URL-mode links the checker opens. A link comes
@@ -377,7 +381,9 @@ func (cfg *Config) startError(step string, err error) *StartError {
 	case errors.Is(err, context.DeadlineExceeded):
 		se.Kind, se.Message = KindTimedOut, "timed out during "+step
 	case errors.As(err, &conn):
-		se.Kind, se.Message = KindUnreachable, "cannot reach the MCP server at "+cfg.URL+": "+conn.Err.Error()
+		// The transport's error may quote the server: a certificate's DNS
+		// names, a malformed header line.
+		se.Kind, se.Message = KindUnreachable, "cannot reach the MCP server at "+cfg.URL+": "+escapeText(conn.Err.Error())
 	case errors.As(err, &authE):
 		se.Kind = KindTokenRefused
 		switch {
@@ -420,27 +426,10 @@ func clip(s string, n int) string {
 // quoted is clip(s, n) between double quotes, for a value in a sentence.
 func quoted(s string, n int) string { return `"` + clip(s, n) + `"` }
 
-// escapeText writes control, format and other non-graphic characters of
-// s as escapes (\n, \r, \t, else \uXXXX), so server text cannot reorder or
-// hide a line of a text report or message.
-func escapeText(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == ' ' || (unicode.IsGraphic(r) && !unicode.Is(unicode.Cf, r)):
-			b.WriteRune(r)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		default:
-			fmt.Fprintf(&b, "\\u%04x", r)
-		}
-	}
-	return b.String()
-}
+// escapeText is termtext.Line: control, format and other invisible
+// characters of s as escapes (\n, \x1b, \u202e), so server text cannot
+// reorder or hide a line of a text report or message.
+func escapeText(s string) string { return termtext.Line(s) }
 
 // clipEscape is escapeText(clip(s, n)), for the messages of errors, which
 // are text only.

@@ -252,8 +252,9 @@ func FuzzStateDecoding(f *testing.F) {
 }
 
 // TestObservedEscapedOnce: server text with a newline or a bidi control
-// is escaped once in the text report (\n, \u202e) and kept raw in JSON,
-// where the encoder escapes it; neither shows an escaped backslash.
+// is escaped once in the text report (\n, \u202e) and once in JSON (as
+// elicit call --json does: the bidi control too, as \u202e); neither
+// shows an escaped backslash, and the JSON decodes to the text.
 func TestObservedEscapedOnce(t *testing.T) {
 	o := parseResult(json.RawMessage(`{"resultType":"complete","content":[{"type":"text","text":"12 draft(s):\n- a\t\u202eb\\c"}]}`))
 	rep := &Report{URL: "http://127.0.0.1/mcp", Tool: "list_drafts"}
@@ -273,6 +274,9 @@ func TestObservedEscapedOnce(t *testing.T) {
 	}
 	if strings.Contains(js.String(), `\\n`) || strings.Contains(js.String(), `\\u`) {
 		t.Errorf("JSON escaped twice:\n%s", js.String())
+	}
+	if strings.Contains(js.String(), "\u202e") || !strings.Contains(js.String(), `\u202e`) {
+		t.Errorf("the JSON report holds a raw bidi control:\n%s", js.String())
 	}
 	var back Report
 	if err := json.Unmarshal([]byte(js.String()), &back); err != nil {

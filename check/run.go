@@ -107,7 +107,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		args = bytes.TrimSpace(cfg.Args)
 	}
 	newClient := func(token string) *mcpclient.Client {
-		return mcpclient.New(cfg.URL, &mcpclient.Options{HTTPClient: cfg.HTTPClient, Token: token, ClientInfo: ClientInfo})
+		return mcpclient.New(cfg.URL, &mcpclient.Options{HTTPClient: cfg.HTTPClient, Token: token, ClientInfo: ClientInfo, Logger: cfg.Logger})
 	}
 	c := &checker{cfg: cfg, a: newClient(cfg.Token), args: args,
 		full: mcp.ClientCapabilities{

@@ -16,4 +16,8 @@
 //     primitive of the spec with defaults, a review step and distinct
 //     decline and cancel, and the deprecated sampling and roots requests,
 //     either as terminal forms or in a plain line mode for pipes and tests.
+//
+// Every string from the server is shown through SafeText's rules (the
+// module's one sanitizer, also used by the elicit command and package
+// check): control, bidi and invisible characters appear as escapes.
 package consent

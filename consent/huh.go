@@ -113,7 +113,7 @@ func (s *session) huhFields(f *form) ([]huh.Field, []func()) {
 		}
 		desc := hint(p, false)
 		if p.Description != "" {
-			desc = cleanText(p.Description, true) + "\n" + desc
+			desc = SafeText(p.Description) + "\n" + desc
 		}
 		check := func(v any) error {
 			if msg := f.problemFor(name, v); msg != "" {

@@ -6,42 +6,27 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"unicode"
 
+	"github.com/mcp-elicit/elicit/internal/termtext"
 	"github.com/mcp-elicit/elicit/mcpclient"
 )
 
 // SafeText makes server-supplied text (a tool result, a description) safe
-// to print on a terminal: control characters other than newline and tab —
+// to print on a terminal: newlines and tabs are kept; control characters —
 // ESC above all, which could rewrite the screen and fake a consent prompt —
-// and bidi or other invisible format characters are shown as \u escapes.
-func SafeText(s string) string { return cleanText(s, true) }
+// carriage returns, bidi controls, other invisible or format characters
+// and bytes that are not UTF-8 are shown as escapes (\x1b, \u202e, \xff).
+// It is the sanitizer every print path of this module uses, with the same
+// rules for one-line text and for JSON output.
+func SafeText(s string) string { return termtext.Block(s) }
 
-// clean makes server-supplied text safe to print on a terminal: control
-// characters (ESC above all, which could rewrite the screen), bidi
-// controls and other invisible format characters are shown as \u escapes.
-// Newlines and tabs are kept only when multiline is true.
-func clean(s string) string { return cleanText(s, false) }
-
-func cleanText(s string, multiline bool) string {
-	var b strings.Builder
-	for _, c := range s {
-		switch {
-		case multiline && (c == '\n' || c == '\t'):
-			b.WriteRune(c)
-		case c == unicode.ReplacementChar || unicode.IsControl(c) || unicode.Is(unicode.Cf, c) ||
-			(c > 0x7f && unicode.IsSpace(c) && c != 0xa0):
-			b.WriteString(strings.Trim(strconv.QuoteRuneToASCII(c), "'"))
-		default:
-			b.WriteRune(c)
-		}
-	}
-	return b.String()
-}
+// clean makes server-supplied text safe to print on one line of a
+// terminal: as SafeText, with newlines and tabs escaped too.
+func clean(s string) string { return termtext.Line(s) }
 
 // indent cleans multi-line text and indents every line after the first.
 func indent(s, pad string) string {
-	s = strings.TrimRight(cleanText(s, true), "\n")
+	s = strings.TrimRight(termtext.Block(s), "\n")
 	return strings.ReplaceAll(s, "\n", "\n"+pad)
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcp-elicit/elicit/check"
+	"github.com/mcp-elicit/elicit/internal/termtext"
 )
 
 const checkUsage = `usage:
@@ -87,7 +88,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	usageErr := func(format string, a ...any) int {
 		msg := fmt.Sprintf(format, a...)
-		fmt.Fprintf(stderr, "elicit check: %s\n\n%s", msg, checkUsage)
+		fmt.Fprintf(stderr, "elicit check: %s\n\n%s", termtext.Line(msg), checkUsage)
 		if asJSON {
 			writeJSONError(stdout, "usage", msg)
 		}
@@ -124,12 +125,13 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		cfg.Args = json.RawMessage(argsJSON)
 	}
+	cfg.Logger = stderrLogger(stderr)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	rep, err := check.Run(ctx, cfg)
 	if err != nil {
 		kind, msg := checkError(err, &cfg)
-		fmt.Fprintf(stderr, "elicit check: %s\n", msg)
+		fmt.Fprintf(stderr, "elicit check: %s\n", termtext.Line(msg))
 		if asJSON {
 			writeJSONError(stdout, kind, msg)
 		}
@@ -141,7 +143,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		err = rep.WriteText(stdout)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "elicit check: %s\n", err)
+		fmt.Fprintf(stderr, "elicit check: %s\n", termtext.Line(err.Error()))
 		return exitFailed
 	}
 	if rep.Failed() {
@@ -162,7 +164,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 // checkError returns the kind (a check.Kind constant, or "failed") and
 // the message of Run's error, with the tokens and the URL's password
-// redacted: a server may echo the Authorization header in its errors.
+// redacted: a server may echo the Authorization header in its errors. The
+// message may quote the server; it is cleaned where it is printed.
 func checkError(err error, cfg *check.Config) (kind, msg string) {
 	var se *check.StartError
 	switch {
@@ -203,7 +206,5 @@ func writeJSONError(w io.Writer, kind, msg string) {
 		} `json:"error"`
 	}
 	doc.Error.Kind, doc.Error.Message = kind, msg
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(doc)
+	_ = termtext.WriteJSON(w, doc)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcp-elicit/elicit/consent"
+	"github.com/mcp-elicit/elicit/internal/termtext"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpclient"
 )
@@ -40,7 +42,22 @@ func (h *host) client(handlers *mcpclient.Handlers) *mcpclient.Client {
 		Token:      h.opts.token,
 		ClientInfo: mcp.Implementation{Name: "elicit", Version: version},
 		Handlers:   handlers,
+		Logger:     stderrLogger(h.stderr),
 	})
+}
+
+// stderrLogger writes the client's notes about server oddities (a tool
+// dropped for bad x-mcp-header annotations, a request on a response
+// stream) to w, without timestamps; the server's words in them are
+// cleaned like every other print.
+func stderrLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(termtext.Writer(w), &slog.HandlerOptions{
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		}}))
 }
 
 // tools lists the server's tools: name, title and the first line of the
@@ -60,9 +77,9 @@ func (h *host) tools(ctx context.Context) error {
 		if t.Title != "" {
 			line += " — " + t.Title
 		}
-		fmt.Fprintln(h.stdout, consent.SafeText(line))
+		fmt.Fprintln(h.stdout, termtext.Line(line))
 		if d, _, _ := strings.Cut(strings.TrimSpace(t.Description), "\n"); d != "" {
-			fmt.Fprintf(h.stdout, "    %s\n", consent.SafeText(d))
+			fmt.Fprintf(h.stdout, "    %s\n", termtext.Line(d))
 		}
 	}
 	return nil
@@ -123,22 +140,22 @@ func (h *host) call(ctx context.Context) error {
 }
 
 // printContent prints text blocks and names the others; with no content
-// at all, the structured content as JSON. Server text is passed through
-// consent.SafeText: escape sequences in a result must not be able to
-// redraw the terminal (--json gives the exact bytes).
+// at all, the structured content as JSON. Server text goes through
+// termtext: escape sequences in a result must not be able to redraw the
+// terminal (--json gives the exact values).
 func printContent(w io.Writer, res *mcp.CallToolResult) {
-	safe := consent.SafeText
+	safe := termtext.Line
 	for _, c := range res.Content {
 		switch c.Type {
 		case "text":
-			fmt.Fprintln(w, safe(c.Text))
+			fmt.Fprintln(w, termtext.Block(c.Text))
 		case "image", "audio":
 			fmt.Fprintf(w, "[%s, %s, %d bytes of base64: use --json to get it]\n", safe(c.Type), safe(c.MimeType), len(c.Data))
 		case "resource_link":
 			fmt.Fprintf(w, "[link %s %s]\n", safe(c.Name), safe(c.URI))
 		case "resource":
 			if c.Resource != nil && c.Resource.Text != "" {
-				fmt.Fprintln(w, safe(c.Resource.Text))
+				fmt.Fprintln(w, termtext.Block(c.Resource.Text))
 			} else if c.Resource != nil {
 				fmt.Fprintf(w, "[resource %s: use --json to get it]\n", safe(c.Resource.URI))
 			}
@@ -151,9 +168,9 @@ func printContent(w io.Writer, res *mcp.CallToolResult) {
 	}
 }
 
-// explain turns a failed call into one clear sentence for the user. The
-// server's own words (messages, capability names) are already made safe
-// for a terminal by mcpclient.
+// explain turns a failed call into one clear sentence for the user. It
+// may quote the server's own words (messages, versions, capability names,
+// a certificate's names): the caller cleans the sentence when it prints it.
 func explain(err error, endpoint string, hadToken bool) string {
 	var (
 		missing  *mcpclient.MissingCapabilityError

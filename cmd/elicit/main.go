@@ -13,9 +13,11 @@
 // usage errors and 3 when the check could not start (unreachable, token
 // refused, not MCP, no such tool) or tested nothing.
 //
-// The final result's text content is printed (control and bidi characters
-// shown as escapes); --json prints the raw result instead, alone on stdout,
-// and the questions go to stderr. The token may also come from $ELICIT_TOKEN, so it does
+// The final result's text content is printed; --json prints the whole
+// result instead, alone on stdout, and the questions go to stderr. Every
+// string from the server or its certificate, errors included, is printed
+// through one sanitizer (internal/termtext): control, bidi and invisible
+// characters are shown as escapes, in JSON as \u escapes. The token may also come from $ELICIT_TOKEN, so it does
 // not show in the process list.
 //
 // Exit status: 0 success; 1 the tool reported an error (isError); 2 usage
@@ -41,8 +43,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
-	"unicode"
-	"unicode/utf16"
+
+	"github.com/mcp-elicit/elicit/internal/termtext"
 )
 
 // version is stamped by the build; "dev" otherwise.
@@ -105,7 +107,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "elicit: %s\n\n%s", err, usage)
+		fmt.Fprintf(stderr, "elicit: %s\n\n%s", termtext.Line(err.Error()), usage)
 		return exitUsage
 	}
 	h := &host{opts: opts, stdin: stdin, stdout: stdout, stderr: stderr}
@@ -122,10 +124,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case errors.As(err, &toolErr):
 		return exitToolError
 	case errors.Is(err, errUsage):
-		fmt.Fprintf(stderr, "elicit: %s\n", err)
+		fmt.Fprintf(stderr, "elicit: %s\n", termtext.Line(err.Error()))
 		return exitUsage
 	}
-	fmt.Fprintf(stderr, "elicit: %s\n", explain(err, opts.url, opts.token != ""))
+	// The print boundary: whatever the error chain carries (a server's
+	// message or version list, a certificate's DNS names in an x509 error)
+	// is cleaned here, once.
+	fmt.Fprintf(stderr, "elicit: %s\n", termtext.Line(explain(err, opts.url, opts.token != "")))
 	return exitFailed
 }
 
@@ -265,31 +270,10 @@ func article(t string) string {
 	return "a"
 }
 
-// printJSON writes v indented. Characters that could reorder or hide
-// text on a terminal (format characters such as bidi overrides and
-// zero-width marks, separators) are written as \u escapes: still the same
-// JSON, but the line reads as it is.
-func printJSON(w io.Writer, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	var out strings.Builder
-	for _, r := range string(b) {
-		if r > 0x7e && !unicode.IsGraphic(r) {
-			if r > 0xffff {
-				r1, r2 := utf16.EncodeRune(r)
-				fmt.Fprintf(&out, "\\u%04x\\u%04x", r1, r2)
-				continue
-			}
-			fmt.Fprintf(&out, "\\u%04x", r)
-			continue
-		}
-		out.WriteRune(r)
-	}
-	_, err = fmt.Fprintf(w, "%s\n", out.String())
-	return err
-}
+// printJSON writes v indented, its strings made safe for a terminal
+// (termtext.JSON): control, bidi and other invisible characters are
+// \u escapes, so the line reads as it is and decodes to the same values.
+func printJSON(w io.Writer, v any) error { return termtext.WriteJSON(w, v) }
 
 // sortedKeys returns m's keys in order, for stable output.
 func sortedKeys[V any](m map[string]V) []string {
