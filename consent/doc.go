@@ -6,9 +6,9 @@
 //   - InspectURL examines a URL-mode elicitation URL without fetching it:
 //     the complete URL, the host in Unicode and punycode forms, the
 //     registrable domain (public suffix + 1), and warnings for IDN and
-//     mixed-script hosts, plain http, user info, IP-address hosts and
-//     invisible characters. Non-http(s) URLs (javascript:, data:, file:)
-//     are refused outright.
+//     mixed-script hosts, plain http, IP-address hosts and invisible
+//     characters. Non-http(s) URLs (javascript:, data:, file:) and URLs
+//     with a user name or password before the host are refused outright.
 //   - RenderURL writes the consent screen: which server asks (endpoint
 //     host verified, name self-reported), the message, the full URL with
 //     its registrable domain highlighted, and the warnings.

@@ -40,8 +40,9 @@ var ErrRefusedRequest = errors.New("consent: request refused")
 //     page is opened with xdg-open or open only when AllowOpen is set,
 //     otherwise the URL is printed for the user to open. Accept (consent
 //     only), decline and cancel are distinct answers. A URL that
-//     InspectURL refuses (javascript:, data:, file:, …) is never shown as
-//     a link: the user is told and the answer is decline.
+//     InspectURL refuses (javascript:, data:, file:, a user name before
+//     the host, …) is never shown as a link: the user is told why and the
+//     answer is decline.
 //   - Form mode: every primitive of the spec, defaults pre-filled
 //     (ELI-C-05), answers checked as they are typed and again against the
 //     whole schema before sending (ELI-C-06, with elicit.Schema), a review

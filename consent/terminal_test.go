@@ -192,6 +192,12 @@ func TestURLConsentWarnings(t *testing.T) {
 			notOut: []string{"Type accept"}},
 		{name: "data is refused without asking", url: "data:text/html,<script>alert(1)</script>", message: "x", action: "decline",
 			out: []string{`scheme "data"`}},
+		{name: "a user name before the host is refused without asking", url: "https://mcp.example.com@evil.example/login", message: "Sign in", action: "decline",
+			out:    []string{`Refused:  consent: URL refused: it has "mcp.example.com" before the host`, "the page is on evil.example", "Answered decline."},
+			notOut: []string{"Type accept", "URL:  "}},
+		{name: "a user name and password are refused, the password never shown", url: "https://alice:hunter2@mcp.example.com/x", message: "Go", action: "decline",
+			out:    []string{`it has "alice" before the host`, "Answered decline."},
+			notOut: []string{"hunter2", "Type accept"}},
 		{name: "escape sequences in the message are shown, not run", url: "https://mcp.example.com/x", message: "Hi\x1b[2J\u202egnp.exe", action: "decline",
 			out: []string{`Hi\x1b[2J\u202egnp.exe`}, notOut: []string{"\x1b", "\u202e"}},
 	} {

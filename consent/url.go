@@ -17,7 +17,8 @@ import (
 
 // ErrRefusedURL is wrapped by every InspectURL error: the URL must not be
 // offered to the user at all (not http or https, no host, a host no browser
-// would accept, control characters). Test with errors.Is.
+// would accept, a user name or password before the host, control
+// characters). Test with errors.Is.
 var ErrRefusedURL = errors.New("consent: URL refused")
 
 // WarningKind names one reason to be careful with a URL. The values are
@@ -41,9 +42,6 @@ const (
 	WarnNormalizedHost WarningKind = "normalized-host"
 	// WarnNotHTTPS: plain http to a host that is not this computer.
 	WarnNotHTTPS WarningKind = "not-https"
-	// WarnUserinfo: the URL has a user name (and maybe a password) before
-	// the host, as in https://bank.example@evil.example/.
-	WarnUserinfo WarningKind = "userinfo"
 	// WarnIPLiteral: the host is an IP address, not a name; also for
 	// numeric hosts in the unusual forms browsers read as IPv4 (0x7f.1).
 	WarnIPLiteral WarningKind = "ip-literal"
@@ -107,14 +105,11 @@ type URLReport struct {
 	// Loopback is true when the host is this computer: localhost,
 	// *.localhost, 127.0.0.0/8 or ::1.
 	Loopback bool
-	// Userinfo is the user name (and ":password") written before the host,
-	// "" when absent.
-	Userinfo string
 	// Warnings lists the reasons to be careful, most serious first; empty
 	// for a plain https URL on an ordinary domain.
 	Warnings []Warning
 
-	prefix string // URL up to the host, e.g. "https://user@"
+	prefix string // URL up to the host, e.g. "https://"
 	hostIn string // the host as written in URL (brackets for IPv6)
 	suffix string // URL after the host: ":port/path?query#fragment"
 }
@@ -208,9 +203,8 @@ func InspectURL(raw string) (*URLReport, error) {
 		r.warn(WarnNotHTTPS, "The page is plain http, not https: what you type there can be read and changed on the way.")
 	}
 	if u.User != nil {
-		r.Userinfo = u.User.String()
-		r.warn(WarnUserinfo, fmt.Sprintf("The URL has %q before the host: that is a user name, not the site. The site is %s.",
-			clean(u.User.Username()), r.Host))
+		return nil, fmt.Errorf("%w: it has %q before the host, a user name that makes it look like another site; the page is on %s",
+			ErrRefusedURL, clean(u.User.Username()), r.Host)
 	}
 	if r.RegistrableDomain == "" && !r.IP && !r.Loopback {
 		r.warn(WarnNoRegistrableDomain, "No registrable domain can be derived from "+r.Host+": nothing names who owns it.")
@@ -225,9 +219,6 @@ func InspectURL(raw string) (*URLReport, error) {
 	// Rebuild the URL from its parts so what is shown is exactly what
 	// would be opened: ASCII host, everything else ASCII-only.
 	r.prefix = r.Scheme + "://"
-	if u.User != nil {
-		r.prefix += asciiOnly(u.User.String()) + "@"
-	}
 	r.hostIn = r.ASCIIHost
 	uniHost := r.Host
 	if addr, err := netip.ParseAddr(r.ASCIIHost); err == nil && addr.Is6() {
@@ -330,8 +321,6 @@ func severity(k WarningKind) int {
 	switch k {
 	case WarnMixedScript, WarnConfusable:
 		return 0
-	case WarnUserinfo:
-		return 1
 	case WarnNormalizedHost:
 		return 2
 	case WarnIDN:

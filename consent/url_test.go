@@ -52,9 +52,6 @@ func TestInspectURL(t *testing.T) {
 		{name: "full-width letters", raw: "https://ＡＰＰＬＥ.com/",
 			url: "https://apple.com/", host: "apple.com", ascii: "apple.com", domain: "apple.com",
 			warnings: []WarningKind{WarnNormalizedHost}},
-		{name: "userinfo before the real host", raw: "https://apple.com@evil.example/",
-			url: "https://apple.com@evil.example/", host: "evil.example", ascii: "evil.example", domain: "evil.example",
-			warnings: []WarningKind{WarnUserinfo}, inMessage: "The site is evil.example"},
 		{name: "IPv4 literal", raw: "https://203.0.113.7/x",
 			url: "https://203.0.113.7/x", host: "203.0.113.7", ascii: "203.0.113.7", ip: true,
 			warnings: []WarningKind{WarnIPLiteral}},
@@ -120,6 +117,10 @@ func TestInspectURLRefuses(t *testing.T) {
 		" https://example.com/",
 		"https://256.1.1.1/",
 		"https://1.2.3.4.5/",
+		"https://apple.com@evil.example/",
+		"https://user:pass@example.com/",
+		"https://@example.com/",
+		"http://user@127.0.0.1:3000/ui",
 	} {
 		t.Run(raw, func(t *testing.T) {
 			r, err := InspectURL(raw)
@@ -135,7 +136,7 @@ func TestHighlight(t *testing.T) {
 	for raw, want := range map[string]string{
 		"https://login.bank.example.evil.co.uk/x?y=1": "https://login.bank.example.[evil.co.uk]/x?y=1",
 		"https://\u0430pple.com/":                     "https://[xn--pple-43d.com]/",
-		"https://apple.com@evil.example:8443/":        "https://apple.com@[evil.example]:8443/",
+		"https://evil.example:8443/":                  "https://[evil.example]:8443/",
 		"http://127.0.0.1:3000/ui":                    "http://127.0.0.1:3000/ui",
 		"http://[::1]/":                               "http://[::1]/",
 		"http://localhost:3000/ui":                    "http://[localhost]:3000/ui",

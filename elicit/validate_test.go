@@ -198,14 +198,18 @@ func TestOutcomeString(t *testing.T) {
 
 func TestCheckURL(t *testing.T) {
 	for raw, ok := range map[string]bool{
-		"https://srv.example/ui/x?flow=1": true,
-		"http://127.0.0.1:3000/ui/x":      true,
-		"http://localhost/ui":             true,
-		"http://srv.example/ui":           false,
-		"https://user:pw@srv.example/":    false,
-		"https://srv.example/#frag":       false,
-		"javascript:alert(1)":             false,
-		"/relative":                       false,
+		"https://srv.example/ui/x?flow=1":  true,
+		"http://127.0.0.1:3000/ui/x":       true,
+		"http://localhost/ui":              true,
+		"http://srv.example/ui":            false,
+		"https://user:pw@srv.example/":     false,
+		"https://user@srv.example/":        false,
+		"https://@srv.example/":            false,
+		"https://srv.example@evil.example": false,
+		"http://user@127.0.0.1:3000/ui":    false,
+		"https://srv.example/#frag":        false,
+		"javascript:alert(1)":              false,
+		"/relative":                        false,
 	} {
 		if err := CheckURL(raw); (err == nil) != ok {
 			t.Errorf("CheckURL(%q) = %v", raw, err)
