@@ -69,22 +69,15 @@ func (c *checker) caseFormSecret(context.Context) Result {
 	var checked, secret []string
 	for _, key := range keys {
 		var s struct {
-			Properties map[string]struct {
-				Title       string `json:"title"`
-				Description string `json:"description"`
-			} `json:"properties"`
+			Properties map[string]json.RawMessage `json:"properties"`
 		}
 		if err := json.Unmarshal(c.first.requests[key].elicit.RequestedSchema, &s); err != nil {
 			return Result{Verdict: CouldNotTest, Observed: "the requested schema of " + clip(key, 40) + " is not readable"}
 		}
 		for _, name := range sortedKeys(s.Properties) {
-			p := s.Properties[name]
 			checked = append(checked, clip(name, 40))
-			for _, f := range []struct{ where, text string }{{"name", name}, {"title", p.Title}, {"description", p.Description}} {
-				if w, ok := elicit.LooksSecret(f.text); ok {
-					secret = append(secret, fmt.Sprintf("%s %s: its %s mentions %q", clip(key, 40), quoted(name, 40), f.where, w))
-					break
-				}
+			if h, ok := elicit.LooksSecretProperty(name, s.Properties[name]); ok {
+				secret = append(secret, fmt.Sprintf("%s %s: %s", clip(key, 40), quoted(name, 40), h))
 			}
 		}
 	}

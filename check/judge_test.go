@@ -2,9 +2,11 @@ package check
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpclient"
 )
 
@@ -61,6 +63,33 @@ func TestRefusingEverythingPassesNoStateCase(t *testing.T) {
 	for _, id := range []string{CaseStateBitFlip, CaseReplayOtherUser, CaseResponsesWrongKey, CaseFormInvalid} {
 		if r := rep.Result(id); r.Verdict != CouldNotTest || !strings.Contains(r.Observed, "no genuine answer moved the call on") {
 			t.Errorf("%s: %s %q, want could not test for lack of a control", id, r.Verdict, r.Observed)
+		}
+	}
+}
+
+// TestFormSecretBeyondEnglish: form-secret fails on a form whose secret is
+// named in another language, in leetspeak, or marked by writeOnly or a
+// card-number default, and passes on an ordinary form.
+func TestFormSecretBeyondEnglish(t *testing.T) {
+	for _, tc := range []struct {
+		prop, want string // want "" = pass
+	}{
+		{`"kennwort":{"type":"string"}`, `"kennwort": its name mentions "kennwort"`},
+		{`"k":{"type":"string","title":"Numéro de carte"}`, `its title mentions "numero de carte"`},
+		{`"k":{"type":"string","description":"Your t0ken"}`, `its description mentions "token"`},
+		{`"k":{"type":"string","writeOnly":true}`, `it is marked writeOnly`},
+		{`"k":{"type":"string","default":"4111111111111111"}`, `its default looks like a card number`},
+		{`"label":{"type":"string","title":"Label"}`, ""},
+	} {
+		schema := json.RawMessage(`{"type":"object","properties":{` + tc.prop + `}}`)
+		c := &checker{first: &outcome{requests: map[string]inputReq{"ask": {method: mcp.MethodElicitationCreate,
+			elicit: &mcp.ElicitRequestParams{Mode: mcp.ElicitationModeForm, Message: "m", RequestedSchema: schema}}}}}
+		r := c.caseFormSecret(context.Background())
+		switch {
+		case tc.want == "" && r.Verdict != Pass:
+			t.Errorf("%s: %s %q, want pass", tc.prop, r.Verdict, r.Observed)
+		case tc.want != "" && (r.Verdict != Fail || !strings.Contains(r.Observed, tc.want)):
+			t.Errorf("%s: %s %q, want fail with %q", tc.prop, r.Verdict, r.Observed, tc.want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package consent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -54,7 +55,7 @@ func (s *session) elicitForm(ctx context.Context, who mcpclient.Asker, key strin
 
 	writeAsker(s.out, who, "The server asks you to fill in a form (form-mode elicitation).")
 	fmt.Fprintf(s.out, "  Message:  %s\n", indent(p.Message, "            "))
-	if w := secretWarning(schema); w != "" {
+	if w := secretWarning(schema, p.RequestedSchema); w != "" {
 		fmt.Fprintf(s.out, "  ! %s\n", w)
 	}
 	if s.t.Interactive {
@@ -63,17 +64,19 @@ func (s *session) elicitForm(ctx context.Context, who mcpclient.Asker, key strin
 	return s.formLines(ctx, f)
 }
 
-// secretWarning names the fields that look like secrets: servers must not
-// ask for them in a form (ELI-S-01), so the user is told not to type one.
-func secretWarning(schema *elicit.Schema) string {
+// secretWarning names the fields that look like secrets
+// (elicit.LooksSecretProperty: their words in many languages, writeOnly,
+// format "password", a card number as default): servers must not ask for
+// them in a form (ELI-S-01), so the user is told not to type one.
+func secretWarning(schema *elicit.Schema, requested json.RawMessage) string {
+	var raw struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	_ = json.Unmarshal(requested, &raw)
 	var names []string
 	for _, name := range schema.Order {
-		p := schema.Properties[name]
-		for _, text := range []string{name, p.Title, p.Description} {
-			if _, ok := elicit.LooksSecret(text); ok {
-				names = append(names, strconv.Quote(clean(labelOf(p, name))))
-				break
-			}
+		if _, ok := elicit.LooksSecretProperty(name, raw.Properties[name]); ok {
+			names = append(names, strconv.Quote(clean(labelOf(schema.Properties[name], name))))
 		}
 	}
 	if names == nil {

@@ -115,6 +115,21 @@ func TestFormSecretWarningAndBadSchema(t *testing.T) {
 		t.Errorf("no secret warning:\n%s", out)
 	}
 
+	// Beyond English words: other languages, leetspeak, writeOnly, a
+	// card number as default; an ordinary field is not named.
+	h, out = lineTerminal(":decline\n", nil)
+	res, err = h.ElicitForm(context.Background(), loopbackAsker, "k", &mcp.ElicitRequestParams{Message: "Zugang",
+		RequestedSchema: json.RawMessage(`{"type":"object","properties":{` +
+			`"pw":{"type":"string","title":"Passwort"},"t":{"type":"string","title":"t0ken"},` +
+			`"v":{"type":"string","writeOnly":true},"c":{"type":"string","default":"4111 1111 1111 1111"},` +
+			`"n":{"type":"string","title":"Numéro de carte"},"label":{"type":"string","title":"Label"}}}`)})
+	if err != nil || res.Action != "decline" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if !strings.Contains(out.String(), `seems to ask for a secret ("Passwort", "t0ken", "v", "c", "Numéro de carte")`) {
+		t.Errorf("secret warning does not name exactly the five secret fields:\n%s", out)
+	}
+
 	h, _ = lineTerminal("", nil)
 	_, err = h.ElicitForm(context.Background(), loopbackAsker, "k", &mcp.ElicitRequestParams{Message: "m",
 		RequestedSchema: json.RawMessage(`{"type":"object","properties":{"addr":{"type":"object"}}}`)})

@@ -13,6 +13,8 @@ import (
 
 	"golang.org/x/net/idna"
 	"golang.org/x/net/publicsuffix"
+
+	"github.com/mcp-elicit/elicit/internal/lookalike"
 )
 
 // ErrRefusedURL is wrapped by every InspectURL error: the URL must not be
@@ -304,11 +306,11 @@ func (r *URLReport) inspectHost(written string) error {
 	}
 	if len(mixed) > 0 {
 		r.warn(WarnMixedScript, fmt.Sprintf("Mixed writing systems in the host: %s; it may imitate %q but it is %s.",
-			strings.Join(mixed, ", "), skeleton(uni), ascii))
+			strings.Join(mixed, ", "), lookalike.Skeleton(uni), ascii))
 	}
 	if len(confusable) > 0 {
 		r.warn(WarnConfusable, fmt.Sprintf("Look-alike letters in the host: %s; it may imitate %q but it is %s.",
-			strings.Join(confusable, ", "), skeleton(uni), ascii))
+			strings.Join(confusable, ", "), lookalike.Skeleton(uni), ascii))
 	}
 	return nil
 }
@@ -384,42 +386,18 @@ func allowedMix(scripts []string) bool {
 	return false
 }
 
-// latinLookalikes maps letters of other scripts to the Latin letter they
-// are easily mistaken for (a small subset of Unicode's confusables.txt:
-// the lower-case letters that survive IDNA mapping).
-var latinLookalikes = map[rune]rune{
-	// Cyrillic
-	'а': 'a', 'е': 'e', 'о': 'o', 'р': 'p', 'с': 'c', 'у': 'y', 'х': 'x', 'ѕ': 's', 'і': 'i', 'ј': 'j',
-	'ԁ': 'd', 'һ': 'h', 'ӏ': 'l', 'ԛ': 'q', 'ԝ': 'w', 'ү': 'y',
-	// Greek
-	'α': 'a', 'ο': 'o', 'ν': 'v', 'ι': 'i', 'ρ': 'p', 'υ': 'u', 'χ': 'x', 'ϲ': 'c', 'ϳ': 'j', 'γ': 'y',
-	'η': 'n', 'ω': 'w',
-	// Armenian
-	'օ': 'o', 'ս': 'u', 'ց': 'g', 'զ': 'q', 'հ': 'h', 'ո': 'n', 'ռ': 'n', 'ա': 'w',
-}
-
 // looksLatin reports whether every letter of label has a Latin look-alike.
 func looksLatin(label string) bool {
 	letters := 0
 	for _, c := range label {
 		if unicode.IsLetter(c) {
 			letters++
-			if _, ok := latinLookalikes[c]; !ok {
+			if _, ok := lookalike.Latin(c); !ok {
 				return false
 			}
 		}
 	}
 	return letters > 0
-}
-
-// skeleton replaces look-alike letters by the Latin letters they imitate.
-func skeleton(host string) string {
-	return strings.Map(func(c rune) rune {
-		if l, ok := latinLookalikes[c]; ok {
-			return l
-		}
-		return c
-	}, host)
 }
 
 // endsInNumber is the WHATWG URL "ends in a number" test: the last label

@@ -11,6 +11,39 @@
 //   - URL-mode request checks (CheckURL);
 //   - typed outcomes: accepted, declined, cancelled, missing, invalid
 //     (ELI-S-08).
+//
+// # The secret guard
+//
+// Form mode must not ask for passwords, API keys, tokens, payment data or
+// other secrets (ELI-S-01). LooksSecret reads a property's name, title or
+// description for them, in English, German, French, Spanish, Italian,
+// Portuguese, Dutch, Russian, Chinese, Japanese and Korean, after
+// normalising the text: Unicode NFKC (full-width and circled letters),
+// format characters such as zero-width spaces dropped, words split at
+// snake_case, kebab-case, dots, camelCase and letter–digit boundaries,
+// letters spelt one by one joined, lower case with ß as ss and the
+// diacritics of Latin, Greek and Cyrillic letters removed, leetspeak read
+// inside words (0→o, 1→i or l, 3→e, 4→a, 5→s, 7→t, @→a, $→s), and
+// Cyrillic or Greek look-alikes inside Latin words read as Latin. Model
+// tokens ("max tokens", "token count", "token budget") are not
+// credentials. LooksSecretProperty adds what the schema says besides
+// words: writeOnly: true, format "password", and a default, examples or
+// pattern that look like a card number (Luhn-valid, 13 to 19 digits), an
+// IBAN (mod 97), a PEM private key, a JWT or a well-known API key format.
+// FormSchema and ParseSchema refuse such properties (ErrSecretField);
+// package consent warns the user and package check fails the server.
+//
+// What it cannot catch: a secret named in words it does not know (other
+// languages, slang, misspellings beyond leetspeak, "the three digits on
+// the back"), a neutral name ("code", "value", "field1"), a secret split
+// over several fields or asked for in the elicitation message instead of
+// the schema, and homoglyphs outside its small look-alike table. It guards
+// against mistakes and careless servers, not against a server that means
+// to phish: the user's judgement, and URL mode for real secrets, remain
+// the protection. It errs towards refusing: a "PIN" that pins a note is
+// refused too (Field.DeclareNotSecret overrides it in FormSchema).
+// Passport and national ID numbers are personal data, not secrets, and are
+// not matched. docs/secret-guard.md has the details.
 package elicit
 
 import (

@@ -250,7 +250,7 @@ func (f *Field) Default(v any) *Field {
 }
 
 // DeclareNotSecret turns off the secret guard (ELI-S-01) for this field,
-// for a false positive such as a "token_budget" that counts model tokens.
+// for a false positive such as a "pin" field that pins a note to the top.
 // reason must say why the field is not a secret; it is not sent anywhere
 // and exists so the decision is visible in review. Never use it to ask for
 // a real secret: those go through URL mode (ELI-S-02).

@@ -157,7 +157,7 @@ func TestFormSchemaRejects(t *testing.T) {
 }
 
 func TestDeclareNotSecret(t *testing.T) {
-	f := Integer("token_budget").Title("Token budget").DeclareNotSecret("counts model tokens; holds no credential")
+	f := Boolean("pin").Title("Pin to the top").DeclareNotSecret("pins the note to the top of the list; holds no secret")
 	s, err := FormSchema(f)
 	if err != nil {
 		t.Fatalf("override refused: %v", err)
@@ -171,7 +171,7 @@ func TestDeclareNotSecret(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ParseSchemaForAnswers: %v", err)
 	}
-	if _, err := back.ValidateContent(map[string]any{"token_budget": 500.0}); err != nil {
+	if _, err := back.ValidateContent(map[string]any{"pin": true}); err != nil {
 		t.Fatal(err)
 	}
 	// Overriding one field does not switch the guard off for the others.

@@ -15,10 +15,12 @@ import (
 // errors.Is.
 var ErrBadSchema = errors.New("elicit: invalid form schema")
 
-// ErrSecretField is wrapped, together with ErrBadSchema, when a property's
-// name, title or description looks like a password, API key, token, secret
-// or card data. Form mode must not ask for those (ELI-S-01); ask through URL
-// mode on the server's own page instead (ELI-S-02).
+// ErrSecretField is wrapped, together with ErrBadSchema, when a property
+// looks like it asks for a password, API key, token, secret, card data or
+// another secret (LooksSecretProperty: its words in many languages,
+// writeOnly, format "password", a card number as default). Form mode must
+// not ask for those (ELI-S-01); ask through URL mode on the server's own
+// page instead (ELI-S-02).
 var ErrSecretField = errors.New("form mode must not ask for secrets (passwords, API keys, tokens, card data): use URL mode")
 
 // Schema is a parsed flat form schema, the requestedSchema of a form-mode
@@ -108,9 +110,10 @@ func (p *Property) label(name string) string {
 // other composition keywords are refused, as are keywords that do not apply
 // to a property's type. Unknown annotation keywords are ignored.
 //
-// A property whose name, title or description looks like a secret is
-// refused with ErrSecretField (ELI-S-01); FormSchema has an override for
-// false positives, raw schemas have none.
+// A property that looks like it asks for a secret (LooksSecretProperty)
+// is refused with ErrSecretField (ELI-S-01), before its keywords are
+// checked; FormSchema has an override for false positives, raw schemas
+// have none.
 //
 // Errors wrap ErrBadSchema and name the property, never a value.
 func ParseSchema(raw json.RawMessage) (*Schema, error) {
@@ -260,14 +263,16 @@ func parse(raw json.RawMessage, mode parseMode, notSecret map[string]bool) (*Sch
 		if _, dup := s.Properties[name]; dup {
 			return nil, badf("property %q appears twice", name)
 		}
+		// The secret guard reads the raw property first: format
+		// "password" or writeOnly is a secret before it is a bad keyword.
+		if mode == modeSend && !notSecret[name] {
+			if err := checkNotSecret(name, props[name]); err != nil {
+				return nil, err
+			}
+		}
 		p, err := parseProperty(name, props[name], mode)
 		if err != nil {
 			return nil, err
-		}
-		if mode == modeSend && !notSecret[name] {
-			if err := checkNotSecret(name, p); err != nil {
-				return nil, err
-			}
 		}
 		s.Properties[name] = p
 	}
