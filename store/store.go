@@ -27,6 +27,64 @@ var ErrNotFound = errors.New("store: not found")
 // Test with errors.Is.
 var ErrConflict = errors.New("store: conflict")
 
+// ErrUnavailable is wrapped by the errors of a call the store could not
+// serve now but probably can soon: the database cannot be reached or is
+// shutting down, the call's deadline passed (a stalled server, a queue
+// for a pooled connection), other writers held the lock past the busy
+// timeout, or the disk is full (ErrStorageFull). Nothing was written,
+// except when the deadline hit a commit that the server then finished:
+// a retry then finds the operation recorded (Ledger), so retrying is
+// safe either way. Such errors also have a method Unavailable() bool that
+// returns true, which mcpserver and connect answer with HTTP 503,
+// Retry-After and a retryable -32603. Test with errors.Is.
+var ErrUnavailable = errors.New("store: temporarily unavailable")
+
+// ErrStorageFull is wrapped by the errors of a write refused because the
+// database's disk or quota is full (SQLite SQLITE_FULL, PostgreSQL
+// SQLSTATE 53100 disk_full). errors.Is matches ErrUnavailable too: the
+// write did nothing and works again once space is freed. Their method
+// UnavailableReason returns "storage_full".
+var ErrStorageFull = errors.New("store: storage full")
+
+// Unavailable returns cause marked as an outage: errors.Is matches
+// ErrUnavailable, reason (ErrUnavailable or ErrStorageFull) and cause's
+// own chain, and its Unavailable method returns true. Drivers use it for
+// the errors ErrUnavailable describes. A nil cause gives nil.
+func Unavailable(reason, cause error) error {
+	if cause == nil {
+		return nil
+	}
+	var ue *unavailableError
+	if errors.As(cause, &ue) && (ue.reason == reason || reason == ErrUnavailable) {
+		return cause // already marked
+	}
+	return &unavailableError{reason: reason, cause: cause}
+}
+
+type unavailableError struct{ reason, cause error }
+
+func (e *unavailableError) Error() string {
+	if e.reason == ErrStorageFull {
+		return "storage full: " + e.cause.Error()
+	}
+	return e.cause.Error()
+}
+
+func (e *unavailableError) Unwrap() []error { return []error{e.reason, e.cause} }
+
+func (e *unavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+// Unavailable marks the error as a passing outage (see mcpserver).
+func (e *unavailableError) Unavailable() bool { return true }
+
+// UnavailableReason is "storage_full" for ErrStorageFull, else "".
+func (e *unavailableError) UnavailableReason() string {
+	if e.reason == ErrStorageFull {
+		return "storage_full"
+	}
+	return ""
+}
+
 // FlowStatus is the state of a Flow.
 type FlowStatus string
 
@@ -111,10 +169,23 @@ type Store interface {
 	// error, so logout is idempotent.
 	DeleteSession(ctx context.Context, id string) error
 	// DeleteExpired removes flows (pending or complete) and sessions whose
-	// ExpiresAt is before now, and returns how many rows went. Secrets are
-	// kept: they belong to the user, not to the flow. So are operations
-	// and records: they are the audit trail.
+	// ExpiresAt is before now, and returns how many rows went: Sweep with
+	// a zero Retention. Secrets are kept: they belong to the user, not to
+	// the flow. So are operations and records.
 	DeleteExpired(ctx context.Context, now time.Time) (int64, error)
+	// Sweep removes what has outlived r at now (see Retention) and counts
+	// it by kind. It deletes in transactions of at most SweepBatch rows,
+	// each under the store's call deadline, so a large backlog never holds
+	// the write lock for long; on error the result counts what went
+	// before it. Records go before operations, so an operation whose last
+	// record goes goes in the same sweep if it is old enough.
+	Sweep(ctx context.Context, now time.Time, r *Retention) (*SweepResult, error)
+	// Health reports whether the store serves calls now: nil, or an error
+	// wrapping ErrUnavailable (and ErrStorageFull while writes fail for
+	// lack of space). It reads one row; after a write failed with
+	// ErrStorageFull it writes one too (a probe row of its own), so the
+	// store reads as healthy again only once writes work.
+	Health(ctx context.Context) error
 	// Close releases the store's resources.
 	Close() error
 
@@ -181,6 +252,12 @@ type Effects interface {
 	// Get returns the record as this transaction sees it. ErrNotFound if
 	// there is none.
 	Get(ctx context.Context, kind, id string) (*Record, error)
+	// Count returns how many records of kind principal owns whose
+	// CreatedAt is at or after since, as this transaction sees them, and
+	// locks (kind, principal) until the transaction ends: of concurrent
+	// operations that Count and then Insert, each counts the inserts of
+	// those that committed before it, so a cap checked this way holds.
+	Count(ctx context.Context, kind, principal string, since time.Time) (int64, error)
 	// Update writes r.Status, r.Data and r.UpdatedAt to the record (r.Kind,
 	// r.ID) if its stored Version still equals r.Version, then increments
 	// r.Version and sets r.OperationID. ErrNotFound if there is no such
@@ -324,4 +401,103 @@ type KeyRing interface {
 	// and returns the stored value: check, or the one stored first (so
 	// concurrent first starts agree). An empty check is an error.
 	InitMasterKeyCheck(ctx context.Context, check []byte) ([]byte, error)
+}
+
+// Retention says how long Sweep keeps what has finished. The zero value
+// removes flows and sessions once they expire and keeps every operation
+// and record.
+type Retention struct {
+	// FlowGrace keeps a flow (pending or complete) this long after its
+	// ExpiresAt, so its page can still say it expired; then it goes.
+	FlowGrace time.Duration
+	// Operations is how long after its CompletedAt an operation that no
+	// record refers to goes: one whose outcome wrote nothing (declined,
+	// cancelled, refused), or whose records moved on to a later operation
+	// or went. Zero keeps every operation. It must exceed the longest a
+	// replayed retry can still arrive (the requestState lifetime plus
+	// clock skew), or a replay after success would run the effect again
+	// instead of returning the recorded result. An operation a record
+	// refers to (Record.OperationID) stays as long as that record: it is
+	// the record's audit trail.
+	Operations time.Duration
+	// Records maps a record kind to how long after its UpdatedAt a record
+	// of that kind goes. Kinds not listed are kept: they are the
+	// application's data.
+	Records map[string]time.Duration
+}
+
+// SweepResult counts the rows one Sweep removed.
+type SweepResult struct {
+	Flows, Sessions, Operations int64
+	// Records counts by kind, for the kinds of Retention.Records.
+	Records map[string]int64
+}
+
+// Total is the number of rows removed.
+func (r *SweepResult) Total() int64 {
+	n := r.Flows + r.Sessions + r.Operations
+	for _, c := range r.Records {
+		n += c
+	}
+	return n
+}
+
+// SweepBatch is the most rows one transaction of a Sweep deletes.
+const SweepBatch = 500
+
+// SweepDeleter is what a driver gives RunSweep: each method deletes at
+// most limit rows that are due (flows and sessions whose ExpiresAt is
+// before t, records of kind updated before t, operations completed before
+// t that no record refers to) in one transaction, and returns how many.
+type SweepDeleter interface {
+	DeleteFlows(ctx context.Context, t time.Time, limit int) (int64, error)
+	DeleteSessions(ctx context.Context, t time.Time, limit int) (int64, error)
+	DeleteRecords(ctx context.Context, kind string, t time.Time, limit int) (int64, error)
+	DeleteOperations(ctx context.Context, t time.Time, limit int) (int64, error)
+}
+
+// RunSweep is Sweep for drivers: it calls d in the order Sweep documents,
+// in batches of SweepBatch, until each kind has nothing due.
+func RunSweep(ctx context.Context, d SweepDeleter, now time.Time, r *Retention) (*SweepResult, error) {
+	if r == nil {
+		r = &Retention{}
+	}
+	res := &SweepResult{Records: map[string]int64{}}
+	drain := func(n *int64, del func(ctx context.Context, limit int) (int64, error)) error {
+		for {
+			k, err := del(ctx, SweepBatch)
+			*n += k
+			if err != nil || k < SweepBatch {
+				return err
+			}
+		}
+	}
+	if err := drain(&res.Flows, func(ctx context.Context, limit int) (int64, error) {
+		return d.DeleteFlows(ctx, now.Add(-r.FlowGrace), limit)
+	}); err != nil {
+		return res, err
+	}
+	if err := drain(&res.Sessions, func(ctx context.Context, limit int) (int64, error) {
+		return d.DeleteSessions(ctx, now, limit)
+	}); err != nil {
+		return res, err
+	}
+	for kind, age := range r.Records {
+		var n int64
+		err := drain(&n, func(ctx context.Context, limit int) (int64, error) {
+			return d.DeleteRecords(ctx, kind, now.Add(-age), limit)
+		})
+		res.Records[kind] = n
+		if err != nil {
+			return res, err
+		}
+	}
+	if r.Operations > 0 {
+		if err := drain(&res.Operations, func(ctx context.Context, limit int) (int64, error) {
+			return d.DeleteOperations(ctx, now.Add(-r.Operations), limit)
+		}); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
 }

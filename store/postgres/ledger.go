@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -16,27 +17,29 @@ import (
 // ErrConflict without running theirs. The unique key on operations.id
 // backs this up.
 func (s *Store) CompleteOperation(ctx context.Context, op *store.Operation, effect func(context.Context, store.Effects) error) error {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	if op == nil || op.ID == "" || len(op.ID) > store.MaxOperationIDLen {
 		return errors.New("postgres: complete operation: operation id must be 1 to 128 bytes")
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return pgErrorf("postgres: complete operation: %w", err)
+		return s.errorf("postgres: complete operation: %w", err)
 	}
 	defer tx.Rollback(ctx)
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, operationLockClass, op.ID); err != nil {
-		return pgErrorf("postgres: complete operation: lock: %w", err)
+		return s.errorf("postgres: complete operation: lock: %w", err)
 	}
 	var one int
 	err = tx.QueryRow(ctx, `SELECT 1 FROM operations WHERE id = $1`, op.ID).Scan(&one)
 	switch {
 	case err == nil:
-		return pgErrorf("postgres: operation already recorded: %w", store.ErrConflict)
+		return s.errorf("postgres: operation already recorded: %w", store.ErrConflict)
 	case !errors.Is(err, pgx.ErrNoRows):
-		return pgErrorf("postgres: complete operation: %w", err)
+		return s.errorf("postgres: complete operation: %w", err)
 	}
 	if effect != nil {
-		fx := &effects{tx: tx, opID: op.ID}
+		fx := &effects{s: s, tx: tx, opID: op.ID}
 		err := effect(ctx, fx)
 		fx.done = true
 		if err != nil {
@@ -51,22 +54,24 @@ func (s *Store) CompleteOperation(ctx context.Context, op *store.Operation, effe
 		`INSERT INTO operations (id, principal, name, outcome, result, completed_at) VALUES ($1, $2, $3, $4, $5, $6)`,
 		op.ID, op.Principal, op.Name, op.Outcome, result, zNanos(op.CompletedAt))
 	if isUniqueViolation(err) {
-		return pgErrorf("postgres: operation already recorded: %w", store.ErrConflict)
+		return s.errorf("postgres: operation already recorded: %w", store.ErrConflict)
 	}
 	if err != nil {
-		return pgErrorf("postgres: record operation: %w", err)
+		return s.errorf("postgres: record operation: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		if isUniqueViolation(err) {
-			return pgErrorf("postgres: operation already recorded: %w", store.ErrConflict)
+			return s.errorf("postgres: operation already recorded: %w", store.ErrConflict)
 		}
-		return pgErrorf("postgres: complete operation: %w", err)
+		return s.errorf("postgres: complete operation: %w", err)
 	}
 	return nil
 }
 
 // GetOperation implements store.Ledger.
 func (s *Store) GetOperation(ctx context.Context, id string) (*store.Operation, error) {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	op := store.Operation{ID: id}
 	var completed int64
 	err := s.pool.QueryRow(ctx,
@@ -76,7 +81,7 @@ func (s *Store) GetOperation(ctx context.Context, id string) (*store.Operation, 
 		return nil, store.ErrNotFound
 	}
 	if err != nil {
-		return nil, pgErrorf("postgres: get operation: %w", err)
+		return nil, s.errorf("postgres: get operation: %w", err)
 	}
 	if op.Result == nil {
 		op.Result = []byte{}
@@ -107,46 +112,51 @@ type queryer interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-func getRecord(ctx context.Context, q queryer, kind, id string) (*store.Record, error) {
+func (s *Store) getRecord(ctx context.Context, q queryer, kind, id string) (*store.Record, error) {
 	r, err := scanRecord(q.QueryRow(ctx, `SELECT `+recordColumns+` FROM records WHERE kind = $1 AND id = $2`, kind, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
 	if err != nil {
-		return nil, pgErrorf("postgres: get record: %w", err)
+		return nil, s.errorf("postgres: get record: %w", err)
 	}
 	return r, nil
 }
 
 // GetRecord implements store.Ledger.
 func (s *Store) GetRecord(ctx context.Context, kind, id string) (*store.Record, error) {
-	return getRecord(ctx, s.pool, kind, id)
+	ctx, cancel := s.call(ctx)
+	defer cancel()
+	return s.getRecord(ctx, s.pool, kind, id)
 }
 
 // ListRecords implements store.Ledger.
 func (s *Store) ListRecords(ctx context.Context, kind, principal string) ([]*store.Record, error) {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	rows, err := s.pool.Query(ctx,
 		`SELECT `+recordColumns+` FROM records WHERE kind = $1 AND principal = $2 ORDER BY created_at, id`, kind, principal)
 	if err != nil {
-		return nil, pgErrorf("postgres: list records: %w", err)
+		return nil, s.errorf("postgres: list records: %w", err)
 	}
 	defer rows.Close()
 	out := []*store.Record{}
 	for rows.Next() {
 		r, err := scanRecord(rows)
 		if err != nil {
-			return nil, pgErrorf("postgres: list records: %w", err)
+			return nil, s.errorf("postgres: list records: %w", err)
 		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, pgErrorf("postgres: list records: %w", err)
+		return nil, s.errorf("postgres: list records: %w", err)
 	}
 	return out, nil
 }
 
 // effects is store.Effects over one transaction.
 type effects struct {
+	s    *Store
 	tx   pgx.Tx
 	opID string
 	done bool
@@ -170,19 +180,19 @@ func (e *effects) Insert(ctx context.Context, r *store.Record) error {
 	}
 	sp, err := e.tx.Begin(ctx)
 	if err != nil {
-		return pgErrorf("postgres: insert record: %w", err)
+		return e.s.errorf("postgres: insert record: %w", err)
 	}
 	defer sp.Rollback(ctx)
 	_, err = sp.Exec(ctx, `INSERT INTO records (`+recordColumns+`) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8)`,
 		r.Kind, r.ID, r.Principal, r.Status, data, e.opID, zNanos(r.CreatedAt), zNanos(r.UpdatedAt))
 	if isUniqueViolation(err) {
-		return pgErrorf("postgres: record exists: %w", store.ErrConflict)
+		return e.s.errorf("postgres: record exists: %w", store.ErrConflict)
 	}
 	if err != nil {
-		return pgErrorf("postgres: insert record: %w", err)
+		return e.s.errorf("postgres: insert record: %w", err)
 	}
 	if err := sp.Commit(ctx); err != nil {
-		return pgErrorf("postgres: insert record: %w", err)
+		return e.s.errorf("postgres: insert record: %w", err)
 	}
 	r.Version, r.OperationID = 1, e.opID
 	return nil
@@ -193,7 +203,27 @@ func (e *effects) Get(ctx context.Context, kind, id string) (*store.Record, erro
 	if e.done {
 		return nil, errEffectsDone
 	}
-	return getRecord(ctx, e.tx, kind, id)
+	return e.s.getRecord(ctx, e.tx, kind, id)
+}
+
+// Count implements store.Effects. It first takes a transaction-level
+// advisory lock on (kind, principal), held until commit or rollback, then
+// counts in a statement of its own, which sees every commit made before
+// the lock was granted.
+func (e *effects) Count(ctx context.Context, kind, principal string, since time.Time) (int64, error) {
+	if e.done {
+		return 0, errEffectsDone
+	}
+	if _, err := e.tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2 || '/' || $3))`, recordLockClass, kind, principal); err != nil {
+		return 0, e.s.errorf("postgres: count records: lock: %w", err)
+	}
+	var n int64
+	err := e.tx.QueryRow(ctx, `SELECT count(*) FROM records WHERE kind = $1 AND principal = $2 AND created_at >= $3`,
+		kind, principal, zNanos(since)).Scan(&n)
+	if err != nil {
+		return 0, e.s.errorf("postgres: count records: %w", err)
+	}
+	return n, nil
 }
 
 // Update implements store.Effects; the version condition in the WHERE
@@ -212,13 +242,13 @@ func (e *effects) Update(ctx context.Context, r *store.Record) error {
 		 WHERE kind = $5 AND id = $6 AND version = $7`,
 		r.Status, data, zNanos(r.UpdatedAt), e.opID, r.Kind, r.ID, r.Version)
 	if err != nil {
-		return pgErrorf("postgres: update record: %w", err)
+		return e.s.errorf("postgres: update record: %w", err)
 	}
 	if tag.RowsAffected() != 1 {
-		if _, err := getRecord(ctx, e.tx, r.Kind, r.ID); err != nil {
+		if _, err := e.s.getRecord(ctx, e.tx, r.Kind, r.ID); err != nil {
 			return err
 		}
-		return pgErrorf("postgres: record changed since it was read: %w", store.ErrConflict)
+		return e.s.errorf("postgres: record changed since it was read: %w", store.ErrConflict)
 	}
 	r.Version++
 	r.OperationID = e.opID

@@ -27,6 +27,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -44,13 +45,35 @@ var migrationFS embed.FS
 const (
 	migrateLockClass   int32 = 0x656c6963 // "elic"
 	operationLockClass int32 = 0x656c6f70 // "elop"
+	recordLockClass    int32 = 0x656c7263 // "elrc": Effects.Count
 )
 
 // Store is a store.Store backed by a PostgreSQL database. It is safe for
 // concurrent use, and several Stores (processes) may share one database.
 type Store struct {
-	pool *pgxpool.Pool
+	pool    *pgxpool.Pool
+	timeout time.Duration
+	// full is set when a write failed with disk_full and cleared by a
+	// Health probe write that works.
+	full atomic.Bool
 }
+
+// Options tune Open. The zero value (or nil) gives the defaults.
+type Options struct {
+	// Timeout is the deadline of every store call: acquiring a pooled
+	// connection (or dialing a new one), the statements and the commit.
+	// A call that runs out of it fails with store.ErrUnavailable, so a
+	// stalled server holds a request no longer than this. It is also the
+	// server's statement_timeout unless the DSN sets one. 0 means
+	// DefaultTimeout.
+	Timeout time.Duration
+	// MaxConns sizes the connection pool; 0 leaves the DSN's
+	// pool_max_conns or pgxpool's default.
+	MaxConns int32
+}
+
+// DefaultTimeout is Options.Timeout's default.
+const DefaultTimeout = 5 * time.Second
 
 var _ store.Store = (*Store)(nil)
 
@@ -99,7 +122,12 @@ const defaultConnectTimeout = 5 * time.Second
 // schema up to date. Connection attempts time out after 5 seconds unless
 // the DSN's connect_timeout says otherwise.
 func Open(ctx context.Context, dsn string) (*Store, error) {
-	return open(ctx, dsn, true)
+	return open(ctx, dsn, true, nil)
+}
+
+// OpenWith is Open with opts.
+func OpenWith(ctx context.Context, dsn string, opts *Options) (*Store, error) {
+	return open(ctx, dsn, true, opts)
 }
 
 // ErrNoSchema is OpenExisting's error for a database (search_path) that
@@ -111,10 +139,17 @@ var ErrNoSchema = errors.New("postgres: no elicit schema in this database (start
 // no migration was ever applied in the connection's schema, and
 // otherwise brings the schema up to date as Open does.
 func OpenExisting(ctx context.Context, dsn string) (*Store, error) {
-	return open(ctx, dsn, false)
+	return open(ctx, dsn, false, nil)
 }
 
-func open(ctx context.Context, dsn string, create bool) (*Store, error) {
+func open(ctx context.Context, dsn string, create bool, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, pgErrorf("postgres: %w", err)
@@ -124,11 +159,19 @@ func open(ctx context.Context, dsn string, create bool) (*Store, error) {
 		// server would hold a request until the client gives up.
 		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
 	}
+	if _, set := cfg.ConnConfig.RuntimeParams["statement_timeout"]; !set {
+		// The server gives up too, so a statement left behind by a
+		// client past its deadline does not hold locks on.
+		cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(o.Timeout.Milliseconds(), 10)
+	}
+	if o.MaxConns > 0 {
+		cfg.MaxConns = o.MaxConns
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, pgErrorf("postgres: %w", err)
 	}
-	s := &Store{pool: pool}
+	s := &Store{pool: pool, timeout: o.Timeout}
 	if create {
 		// Connect first, so a refused connection reads as the keys
 		// command's (OpenExisting's query below) does.
@@ -160,6 +203,11 @@ func (s *Store) migrate(ctx context.Context) error {
 		return err
 	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// Building an index on a large table may take longer than a
+		// call: the migration is bounded by ctx alone.
+		if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = 0`); err != nil {
+			return pgErrorf("postgres: migrate: %w", err)
+		}
 		// Held until commit or rollback: concurrent starters queue here.
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, 0)`, migrateLockClass); err != nil {
 			return pgErrorf("postgres: migrate: lock: %w", err)
@@ -191,6 +239,8 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // SchemaVersion reports the highest migration applied to the database.
 func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	var v int
 	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
 		return 0, pgErrorf("postgres: %w", err)
@@ -234,6 +284,8 @@ func isUniqueViolation(err error) bool {
 
 // CreateFlow implements store.Store. ErrConflict if f.ID exists.
 func (s *Store) CreateFlow(ctx context.Context, f *store.Flow) error {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	if f == nil {
 		return errors.New("postgres: nil flow")
 	}
@@ -242,10 +294,10 @@ func (s *Store) CreateFlow(ctx context.Context, f *store.Flow) error {
 		 VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 		f.ID, f.Principal, f.Purpose, string(f.Status), toNanos(f.CreatedAt), toNanos(f.ExpiresAt), nullNanos(f.CompletedAt))
 	if isUniqueViolation(err) {
-		return pgErrorf("postgres: flow id exists: %w", store.ErrConflict)
+		return s.errorf("postgres: flow id exists: %w", store.ErrConflict)
 	}
 	if err != nil {
-		return pgErrorf("postgres: create flow: %w", err)
+		return s.errorf("postgres: create flow: %w", err)
 	}
 	return nil
 }
@@ -273,18 +325,22 @@ const flowColumns = `id, principal, purpose, status, created_at, expires_at, com
 
 // GetFlow implements store.Store.
 func (s *Store) GetFlow(ctx context.Context, id string) (*store.Flow, error) {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	f, err := scanFlow(s.pool.QueryRow(ctx, `SELECT `+flowColumns+` FROM flows WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
 	if err != nil {
-		return nil, pgErrorf("postgres: get flow: %w", err)
+		return nil, s.errorf("postgres: get flow: %w", err)
 	}
 	return f, nil
 }
 
 // PendingFlow implements store.Store.
 func (s *Store) PendingFlow(ctx context.Context, principal, purpose string, now time.Time) (*store.Flow, error) {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	f, err := scanFlow(s.pool.QueryRow(ctx, `SELECT `+flowColumns+` FROM flows
 		 WHERE principal = $1 AND purpose = $2 AND status = 'pending' AND expires_at > $3
 		 ORDER BY created_at DESC, id DESC LIMIT 1`, principal, purpose, toNanos(now)))
@@ -292,7 +348,7 @@ func (s *Store) PendingFlow(ctx context.Context, principal, purpose string, now 
 		return nil, store.ErrNotFound
 	}
 	if err != nil {
-		return nil, pgErrorf("postgres: pending flow: %w", err)
+		return nil, s.errorf("postgres: pending flow: %w", err)
 	}
 	return f, nil
 }
@@ -301,12 +357,14 @@ func (s *Store) PendingFlow(ctx context.Context, principal, purpose string, now 
 // a concurrent caller blocks on the row lock, then re-checks the WHERE
 // clause against the committed row and changes nothing.
 func (s *Store) CompleteFlow(ctx context.Context, flowID, principal string, sealedSecret []byte, now time.Time) error {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	if sealedSecret == nil {
 		sealedSecret = []byte{} // the column is NOT NULL
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return pgErrorf("postgres: complete flow: %w", err)
+		return s.errorf("postgres: complete flow: %w", err)
 	}
 	defer tx.Rollback(ctx)
 	tag, err := tx.Exec(ctx,
@@ -314,7 +372,7 @@ func (s *Store) CompleteFlow(ctx context.Context, flowID, principal string, seal
 		 WHERE id = $2 AND status = 'pending' AND principal = $3 AND expires_at > $1`,
 		toNanos(now), flowID, principal)
 	if err != nil {
-		return pgErrorf("postgres: complete flow: %w", err)
+		return s.errorf("postgres: complete flow: %w", err)
 	}
 	if tag.RowsAffected() != 1 {
 		var one int
@@ -323,25 +381,27 @@ func (s *Store) CompleteFlow(ctx context.Context, flowID, principal string, seal
 			return store.ErrNotFound
 		}
 		if err != nil {
-			return pgErrorf("postgres: complete flow: %w", err)
+			return s.errorf("postgres: complete flow: %w", err)
 		}
-		return pgErrorf("postgres: flow not pending, expired or not the principal's: %w", store.ErrConflict)
+		return s.errorf("postgres: flow not pending, expired or not the principal's: %w", store.ErrConflict)
 	}
 	if _, err := tx.Exec(ctx,
 		`INSERT INTO secrets (principal, name, sealed, updated_at)
 		 SELECT principal, purpose, $1, $2 FROM flows WHERE id = $3
 		 ON CONFLICT (principal, name) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at`,
 		sealedSecret, toNanos(now), flowID); err != nil {
-		return pgErrorf("postgres: store secret: %w", err)
+		return s.errorf("postgres: store secret: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return pgErrorf("postgres: complete flow: %w", err)
+		return s.errorf("postgres: complete flow: %w", err)
 	}
 	return nil
 }
 
 // ReplaceSecret implements store.Store.
 func (s *Store) ReplaceSecret(ctx context.Context, principal, name string, old, sealed []byte, now time.Time) error {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	if sealed == nil {
 		sealed = []byte{} // the column is NOT NULL
 	}
@@ -352,7 +412,7 @@ func (s *Store) ReplaceSecret(ctx context.Context, principal, name string, old, 
 		`UPDATE secrets SET sealed = $1, updated_at = $2 WHERE principal = $3 AND name = $4 AND sealed = $5`,
 		sealed, toNanos(now), principal, name, old)
 	if err != nil {
-		return pgErrorf("postgres: replace secret: %w", err)
+		return s.errorf("postgres: replace secret: %w", err)
 	}
 	if tag.RowsAffected() == 1 {
 		return nil
@@ -360,18 +420,20 @@ func (s *Store) ReplaceSecret(ctx context.Context, principal, name string, old, 
 	if _, err := s.GetSecret(ctx, principal, name); err != nil {
 		return err
 	}
-	return pgErrorf("postgres: secret changed meanwhile: %w", store.ErrConflict)
+	return s.errorf("postgres: secret changed meanwhile: %w", store.ErrConflict)
 }
 
 // GetSecret implements store.Store.
 func (s *Store) GetSecret(ctx context.Context, principal, name string) ([]byte, error) {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	var b []byte
 	err := s.pool.QueryRow(ctx, `SELECT sealed FROM secrets WHERE principal = $1 AND name = $2`, principal, name).Scan(&b)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
 	if err != nil {
-		return nil, pgErrorf("postgres: get secret: %w", err)
+		return nil, s.errorf("postgres: get secret: %w", err)
 	}
 	if b == nil {
 		b = []byte{}
@@ -386,6 +448,8 @@ func hashID(id string) string {
 
 // CreateSession implements store.Store. Only the hash of s.ID is stored.
 func (s *Store) CreateSession(ctx context.Context, sess *store.Session) error {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	if sess == nil {
 		return errors.New("postgres: nil session")
 	}
@@ -393,16 +457,18 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session) error {
 		`INSERT INTO sessions (id_hash, principal, csrf, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)`,
 		hashID(sess.ID), sess.Principal, sess.CSRF, toNanos(sess.CreatedAt), toNanos(sess.ExpiresAt))
 	if isUniqueViolation(err) {
-		return pgErrorf("postgres: session id exists: %w", store.ErrConflict)
+		return s.errorf("postgres: session id exists: %w", store.ErrConflict)
 	}
 	if err != nil {
-		return pgErrorf("postgres: create session: %w", err)
+		return s.errorf("postgres: create session: %w", err)
 	}
 	return nil
 }
 
 // GetSession implements store.Store; expired sessions are returned too.
 func (s *Store) GetSession(ctx context.Context, id string) (*store.Session, error) {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	sess := store.Session{ID: id}
 	var created, expires int64
 	err := s.pool.QueryRow(ctx,
@@ -412,7 +478,7 @@ func (s *Store) GetSession(ctx context.Context, id string) (*store.Session, erro
 		return nil, store.ErrNotFound
 	}
 	if err != nil {
-		return nil, pgErrorf("postgres: get session: %w", err)
+		return nil, s.errorf("postgres: get session: %w", err)
 	}
 	sess.CreatedAt = fromNanos(created)
 	sess.ExpiresAt = fromNanos(expires)
@@ -421,32 +487,12 @@ func (s *Store) GetSession(ctx context.Context, id string) (*store.Session, erro
 
 // DeleteSession implements store.Store; a missing session is not an error.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	if _, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE id_hash = $1`, hashID(id)); err != nil {
-		return pgErrorf("postgres: delete session: %w", err)
+		return s.errorf("postgres: delete session: %w", err)
 	}
 	return nil
-}
-
-// DeleteExpired implements store.Store.
-func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int64, error) {
-	var total int64
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		for _, q := range []string{
-			`DELETE FROM flows WHERE expires_at < $1`,
-			`DELETE FROM sessions WHERE expires_at < $1`,
-		} {
-			tag, err := tx.Exec(ctx, q, toNanos(now))
-			if err != nil {
-				return err
-			}
-			total += tag.RowsAffected()
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, pgErrorf("postgres: delete expired: %w", err)
-	}
-	return total, nil
 }
 
 // Close closes the connection pool.
@@ -455,35 +501,56 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// pgErrorf is fmt.Errorf for errors that come from PostgreSQL. An error
-// that means the server cannot be reached, is shutting down or is out of
-// resources (SQLSTATE classes 08, 57, 53; network errors; a connection cut
-// mid-answer) is marked Unavailable, so the MCP layer can answer with a
-// retryable error instead of an internal one.
-func pgErrorf(format string, args ...any) error {
-	err := fmt.Errorf(format, args...)
-	if outage(err) {
-		return unavailableError{err}
+// call bounds one store call by the store's timeout.
+func (s *Store) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.timeout)
+}
+
+// errorf is pgErrorf for a Store: a disk_full error also makes Health
+// probe writes until one works.
+func (s *Store) errorf(format string, args ...any) error {
+	err := pgErrorf(format, args...)
+	if errors.Is(err, store.ErrStorageFull) {
+		s.full.Store(true)
 	}
 	return err
 }
 
-type unavailableError struct{ error }
+// pgErrorf is fmt.Errorf for errors that come from PostgreSQL, marking
+// those that store.ErrUnavailable describes (see outage).
+func pgErrorf(format string, args ...any) error {
+	err := fmt.Errorf(format, args...)
+	if reason := outage(err); reason != nil {
+		return store.Unavailable(reason, err)
+	}
+	return err
+}
 
-func (e unavailableError) Unwrap() error { return e.error }
-
-// Unavailable marks the error as a passing outage (see mcpserver).
-func (unavailableError) Unavailable() bool { return true }
-
-func outage(err error) bool {
+// outage classifies err: store.ErrStorageFull for SQLSTATE 53100
+// (disk_full); store.ErrUnavailable for a server that cannot be reached,
+// is shutting down or out of resources (classes 08, 57 — which includes
+// statement_timeout's query_canceled —, 53), a lock or serialization
+// conflict worth retrying (55P03, 40001, 40P01), a passed deadline,
+// network errors and a connection cut mid-answer; else nil.
+func outage(err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == "53100":
+			return store.ErrStorageFull
+		case pe.Code == "55P03", pe.Code == "40001", pe.Code == "40P01":
+			return store.ErrUnavailable
+		}
 		switch pe.Code[:2] {
 		case "08", "57", "53":
-			return true
+			return store.ErrUnavailable
 		}
-		return false
+		return nil
 	}
 	var ne net.Error
-	return pgconn.Timeout(err) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+	if pgconn.Timeout(err) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.Is(err, context.DeadlineExceeded) {
+		return store.ErrUnavailable
+	}
+	return nil
 }

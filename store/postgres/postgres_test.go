@@ -96,7 +96,8 @@ func TestMigrateStateKeyActivation(t *testing.T) {
 	if err := s.AddStateKey(ctx, &store.StateKey{ID: "k1", Sealed: []byte("x"), CreatedAt: created}); err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{`ALTER TABLE state_keys DROP COLUMN activates_at`, `DROP TABLE store_meta`, `DELETE FROM schema_migrations WHERE version >= 4`} {
+	for _, q := range []string{`ALTER TABLE state_keys DROP COLUMN activates_at`, `DROP TABLE store_meta`,
+		`DROP INDEX operations_completed_at`, `DROP INDEX records_operation`, `DROP INDEX records_kind_updated`, `DELETE FROM schema_migrations WHERE version >= 4`} {
 		if _, err := s.pool.Exec(ctx, q); err != nil {
 			t.Fatal(err)
 		}

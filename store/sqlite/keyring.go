@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/mcp-elicit/elicit/store"
@@ -12,25 +11,29 @@ import (
 
 // AddStateKey implements store.KeyRing.
 func (s *Store) AddStateKey(ctx context.Context, k *store.StateKey) error {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	if err := k.Check(); err != nil {
-		return fmt.Errorf("sqlite: %w", err)
+		return s.errorf("sqlite: %w", err)
 	}
 	_, err := s.db.ExecContext(ctx, `INSERT INTO state_keys (id, sealed, created_at, activates_at) VALUES (?, ?, ?, ?)`,
 		k.ID, k.Sealed, toNanos(k.CreatedAt), toNanos(k.Activation()))
 	if isUniqueViolation(err) {
-		return fmt.Errorf("sqlite: state key id exists: %w", store.ErrConflict)
+		return s.errorf("sqlite: state key id exists: %w", store.ErrConflict)
 	}
 	if err != nil {
-		return fmt.Errorf("sqlite: add state key: %w", err)
+		return s.errorf("sqlite: add state key: %w", err)
 	}
 	return nil
 }
 
 // StateKeys implements store.KeyRing.
 func (s *Store) StateKeys(ctx context.Context) ([]*store.StateKey, error) {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	rows, err := s.db.QueryContext(ctx, `SELECT id, sealed, created_at, activates_at FROM state_keys ORDER BY seq DESC`)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: state keys: %w", err)
+		return nil, s.errorf("sqlite: state keys: %w", err)
 	}
 	defer rows.Close()
 	keys := []*store.StateKey{}
@@ -38,13 +41,13 @@ func (s *Store) StateKeys(ctx context.Context) ([]*store.StateKey, error) {
 		var k store.StateKey
 		var created, activates int64
 		if err := rows.Scan(&k.ID, &k.Sealed, &created, &activates); err != nil {
-			return nil, fmt.Errorf("sqlite: state keys: %w", err)
+			return nil, s.errorf("sqlite: state keys: %w", err)
 		}
 		k.CreatedAt, k.ActivatesAt = fromNanos(created), fromNanos(activates)
 		keys = append(keys, &k)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: state keys: %w", err)
+		return nil, s.errorf("sqlite: state keys: %w", err)
 	}
 	return keys, nil
 }
@@ -53,9 +56,11 @@ func (s *Store) StateKeys(ctx context.Context) ([]*store.StateKey, error) {
 // one IMMEDIATE transaction, so a concurrent rotation or retirement cannot
 // slip between them.
 func (s *Store) RetireStateKey(ctx context.Context, id string, now time.Time) error {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("sqlite: retire state key: %w", err)
+		return s.errorf("sqlite: retire state key: %w", err)
 	}
 	defer tx.Rollback()
 	var activates int64
@@ -64,36 +69,38 @@ func (s *Store) RetireStateKey(ctx context.Context, id string, now time.Time) er
 		return store.ErrNotFound
 	}
 	if err != nil {
-		return fmt.Errorf("sqlite: retire state key: %w", err)
+		return s.errorf("sqlite: retire state key: %w", err)
 	}
 	if activates > toNanos(now) {
-		return fmt.Errorf("sqlite: state key %q seals from %s: %w", id, fromNanos(activates).Format(time.RFC3339), store.ErrConflict)
+		return s.errorf("sqlite: state key %q seals from %s: %w", id, fromNanos(activates).Format(time.RFC3339), store.ErrConflict)
 	}
 	var sealing string
 	err = tx.QueryRowContext(ctx, `SELECT id FROM state_keys WHERE activates_at <= ? ORDER BY seq DESC LIMIT 1`, toNanos(now)).Scan(&sealing)
 	if err != nil {
-		return fmt.Errorf("sqlite: retire state key: %w", err)
+		return s.errorf("sqlite: retire state key: %w", err)
 	}
 	if sealing == id {
-		return fmt.Errorf("sqlite: state key %q seals now: %w", id, store.ErrConflict)
+		return s.errorf("sqlite: state key %q seals now: %w", id, store.ErrConflict)
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM state_keys WHERE id = ?`, id); err != nil {
-		return fmt.Errorf("sqlite: retire state key: %w", err)
+		return s.errorf("sqlite: retire state key: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: retire state key: %w", err)
+		return s.errorf("sqlite: retire state key: %w", err)
 	}
 	return nil
 }
 
 // RemoveStateKey implements store.KeyRing.
 func (s *Store) RemoveStateKey(ctx context.Context, id string) error {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	res, err := s.db.ExecContext(ctx, `DELETE FROM state_keys WHERE id = ?`, id)
 	if err != nil {
-		return fmt.Errorf("sqlite: remove state key: %w", err)
+		return s.errorf("sqlite: remove state key: %w", err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("sqlite: remove state key: %w", err)
+		return s.errorf("sqlite: remove state key: %w", err)
 	} else if n == 0 {
 		return store.ErrNotFound
 	}
@@ -105,25 +112,29 @@ const masterKeyCheckName = "master_key_check"
 
 // MasterKeyCheck implements store.KeyRing.
 func (s *Store) MasterKeyCheck(ctx context.Context) ([]byte, error) {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	var v []byte
 	err := s.db.QueryRowContext(ctx, `SELECT value FROM store_meta WHERE name = ?`, masterKeyCheckName).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: master key check: %w", err)
+		return nil, s.errorf("sqlite: master key check: %w", err)
 	}
 	return v, nil
 }
 
 // InitMasterKeyCheck implements store.KeyRing.
 func (s *Store) InitMasterKeyCheck(ctx context.Context, check []byte) ([]byte, error) {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	if len(check) == 0 {
 		return nil, errors.New("sqlite: empty master key check")
 	}
 	if _, err := s.db.ExecContext(ctx, `INSERT INTO store_meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`,
 		masterKeyCheckName, check); err != nil {
-		return nil, fmt.Errorf("sqlite: master key check: %w", err)
+		return nil, s.errorf("sqlite: master key check: %w", err)
 	}
 	return s.MasterKeyCheck(ctx)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/mcp-elicit/elicit/store"
@@ -15,24 +14,26 @@ import (
 // finds no ledger row runs its effect, the others see its row and get
 // ErrConflict.
 func (s *Store) CompleteOperation(ctx context.Context, op *store.Operation, effect func(context.Context, store.Effects) error) error {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	if op == nil || op.ID == "" || len(op.ID) > store.MaxOperationIDLen {
 		return errors.New("sqlite: complete operation: operation id must be 1 to 128 bytes")
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("sqlite: complete operation: %w", err)
+		return s.errorf("sqlite: complete operation: %w", err)
 	}
 	defer tx.Rollback()
 	var one int
 	err = tx.QueryRowContext(ctx, `SELECT 1 FROM operations WHERE id = ?`, op.ID).Scan(&one)
 	switch {
 	case err == nil:
-		return fmt.Errorf("sqlite: operation already recorded: %w", store.ErrConflict)
+		return s.errorf("sqlite: operation already recorded: %w", store.ErrConflict)
 	case !errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("sqlite: complete operation: %w", err)
+		return s.errorf("sqlite: complete operation: %w", err)
 	}
 	if effect != nil {
-		fx := &effects{tx: tx, opID: op.ID}
+		fx := &effects{s: s, tx: tx, opID: op.ID}
 		err := effect(ctx, fx)
 		fx.done = true
 		if err != nil {
@@ -47,19 +48,21 @@ func (s *Store) CompleteOperation(ctx context.Context, op *store.Operation, effe
 		`INSERT INTO operations (id, principal, name, outcome, result, completed_at) VALUES (?, ?, ?, ?, ?, ?)`,
 		op.ID, op.Principal, op.Name, op.Outcome, result, zNanos(op.CompletedAt))
 	if isUniqueViolation(err) {
-		return fmt.Errorf("sqlite: operation already recorded: %w", store.ErrConflict)
+		return s.errorf("sqlite: operation already recorded: %w", store.ErrConflict)
 	}
 	if err != nil {
-		return fmt.Errorf("sqlite: record operation: %w", err)
+		return s.errorf("sqlite: record operation: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: complete operation: %w", err)
+		return s.errorf("sqlite: complete operation: %w", err)
 	}
 	return nil
 }
 
 // GetOperation implements store.Ledger.
 func (s *Store) GetOperation(ctx context.Context, id string) (*store.Operation, error) {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	op := store.Operation{ID: id}
 	var completed int64
 	err := s.db.QueryRowContext(ctx,
@@ -69,7 +72,7 @@ func (s *Store) GetOperation(ctx context.Context, id string) (*store.Operation, 
 		return nil, store.ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: get operation: %w", err)
+		return nil, s.errorf("sqlite: get operation: %w", err)
 	}
 	if op.Result == nil {
 		op.Result = []byte{}
@@ -100,46 +103,51 @@ type queryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-func getRecord(ctx context.Context, q queryer, kind, id string) (*store.Record, error) {
+func (s *Store) getRecord(ctx context.Context, q queryer, kind, id string) (*store.Record, error) {
 	r, err := scanRecord(q.QueryRowContext(ctx, `SELECT `+recordColumns+` FROM records WHERE kind = ? AND id = ?`, kind, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: get record: %w", err)
+		return nil, s.errorf("sqlite: get record: %w", err)
 	}
 	return r, nil
 }
 
 // GetRecord implements store.Ledger.
 func (s *Store) GetRecord(ctx context.Context, kind, id string) (*store.Record, error) {
-	return getRecord(ctx, s.db, kind, id)
+	ctx, cancel := s.call(ctx)
+	defer cancel()
+	return s.getRecord(ctx, s.db, kind, id)
 }
 
 // ListRecords implements store.Ledger.
 func (s *Store) ListRecords(ctx context.Context, kind, principal string) ([]*store.Record, error) {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	rows, err := s.db.QueryContext(ctx,
 		`SELECT `+recordColumns+` FROM records WHERE kind = ? AND principal = ? ORDER BY created_at, id`, kind, principal)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: list records: %w", err)
+		return nil, s.errorf("sqlite: list records: %w", err)
 	}
 	defer rows.Close()
 	out := []*store.Record{}
 	for rows.Next() {
 		r, err := scanRecord(rows)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: list records: %w", err)
+			return nil, s.errorf("sqlite: list records: %w", err)
 		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: list records: %w", err)
+		return nil, s.errorf("sqlite: list records: %w", err)
 	}
 	return out, nil
 }
 
 // effects is store.Effects over one transaction.
 type effects struct {
+	s    *Store
 	tx   *sql.Tx
 	opID string
 	done bool
@@ -162,10 +170,10 @@ func (e *effects) Insert(ctx context.Context, r *store.Record) error {
 	_, err = e.tx.ExecContext(ctx, `INSERT INTO records (`+recordColumns+`) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)`,
 		r.Kind, r.ID, r.Principal, r.Status, data, e.opID, zNanos(r.CreatedAt), zNanos(r.UpdatedAt))
 	if isUniqueViolation(err) {
-		return fmt.Errorf("sqlite: record exists: %w", store.ErrConflict)
+		return e.s.errorf("sqlite: record exists: %w", store.ErrConflict)
 	}
 	if err != nil {
-		return fmt.Errorf("sqlite: insert record: %w", err)
+		return e.s.errorf("sqlite: insert record: %w", err)
 	}
 	r.Version, r.OperationID = 1, e.opID
 	return nil
@@ -176,7 +184,23 @@ func (e *effects) Get(ctx context.Context, kind, id string) (*store.Record, erro
 	if e.done {
 		return nil, errEffectsDone
 	}
-	return getRecord(ctx, e.tx, kind, id)
+	return e.s.getRecord(ctx, e.tx, kind, id)
+}
+
+// Count implements store.Effects. The transaction is IMMEDIATE (see
+// OpenWith): it holds the database's write lock, which is the lock Count
+// promises.
+func (e *effects) Count(ctx context.Context, kind, principal string, since time.Time) (int64, error) {
+	if e.done {
+		return 0, errEffectsDone
+	}
+	var n int64
+	err := e.tx.QueryRowContext(ctx, `SELECT count(*) FROM records WHERE kind = ? AND principal = ? AND created_at >= ?`,
+		kind, principal, zNanos(since)).Scan(&n)
+	if err != nil {
+		return 0, e.s.errorf("sqlite: count records: %w", err)
+	}
+	return n, nil
 }
 
 // Update implements store.Effects; the version condition in the WHERE
@@ -194,17 +218,17 @@ func (e *effects) Update(ctx context.Context, r *store.Record) error {
 		 WHERE kind = ? AND id = ? AND version = ?`,
 		r.Status, data, zNanos(r.UpdatedAt), e.opID, r.Kind, r.ID, r.Version)
 	if err != nil {
-		return fmt.Errorf("sqlite: update record: %w", err)
+		return e.s.errorf("sqlite: update record: %w", err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return fmt.Errorf("sqlite: update record: %w", err)
+		return e.s.errorf("sqlite: update record: %w", err)
 	}
 	if n != 1 {
-		if _, err := getRecord(ctx, e.tx, r.Kind, r.ID); err != nil {
+		if _, err := e.s.getRecord(ctx, e.tx, r.Kind, r.ID); err != nil {
 			return err
 		}
-		return fmt.Errorf("sqlite: record changed since it was read: %w", store.ErrConflict)
+		return e.s.errorf("sqlite: record changed since it was read: %w", store.ErrConflict)
 	}
 	r.Version++
 	r.OperationID = e.opID

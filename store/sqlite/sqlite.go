@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-elicit/elicit/store"
@@ -27,8 +28,31 @@ import (
 // Store is a store.Store backed by one SQLite database file. It is safe for
 // concurrent use.
 type Store struct {
-	db *sql.DB
+	db      *sql.DB
+	timeout time.Duration
+	// full is set when a write failed with SQLITE_FULL and cleared by a
+	// Health probe write that works.
+	full atomic.Bool
 }
+
+// Options tune Open. The zero value (or nil) gives the defaults.
+type Options struct {
+	// Timeout is the deadline of every store call: waiting for one of the
+	// MaxConns connections, waiting for the write lock (SQLite's busy
+	// timeout is set to it too), the statements and the commit. A call
+	// that runs out of it fails with store.ErrUnavailable. 0 means
+	// DefaultTimeout.
+	Timeout time.Duration
+	// MaxConns caps the open connections (database/sql's pool); callers
+	// beyond it wait, within Timeout. 0 means DefaultMaxConns.
+	MaxConns int
+}
+
+// Defaults of Options.
+const (
+	DefaultTimeout  = 5 * time.Second
+	DefaultMaxConns = 8
+)
 
 var _ store.Store = (*Store)(nil)
 
@@ -103,15 +127,33 @@ var migrations = []string{
 		name  TEXT PRIMARY KEY,
 		value BLOB NOT NULL
 	);`,
+	// 7: what Sweep looks up: operations by age, whether a record still
+	// refers to one, records of a kind by age.
+	`CREATE INDEX operations_completed_at ON operations (completed_at);
+	CREATE INDEX records_operation ON records (operation_id);
+	CREATE INDEX records_kind_updated ON records (kind, updated_at);`,
 }
 
-// Open opens (creating if needed) the database file at path and brings its
-// schema up to date. The parent directory is created with mode 0700 and a
-// new file with mode 0600, since it holds sealed secrets and session data.
-// Each connection uses WAL journaling, busy_timeout 5000 ms, foreign keys,
-// and IMMEDIATE transactions (writers queue on the busy timeout instead of
-// failing to upgrade a read lock).
-func Open(path string) (*Store, error) {
+// Open is OpenWith with the default Options.
+func Open(path string) (*Store, error) { return OpenWith(path, nil) }
+
+// OpenWith opens (creating if needed) the database file at path and brings
+// its schema up to date. The parent directory is created with mode 0700
+// and a new file with mode 0600, since it holds sealed secrets and session
+// data. Each connection uses WAL journaling, a busy timeout of
+// opts.Timeout, foreign keys, and IMMEDIATE transactions (writers queue on
+// the busy timeout instead of failing to upgrade a read lock).
+func OpenWith(path string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = DefaultMaxConns
+	}
 	if path == "" || strings.ContainsRune(path, 0) {
 		return nil, errors.New("sqlite: invalid database path")
 	}
@@ -132,11 +174,13 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 
-	db, err := sql.Open("sqlite", dsn(abs))
+	db, err := sql.Open("sqlite", dsn(abs, o.Timeout))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
-	s := &Store{db: db}
+	db.SetMaxOpenConns(o.MaxConns)
+	db.SetMaxIdleConns(o.MaxConns)
+	s := &Store{db: db, timeout: o.Timeout}
 	if err := s.migrate(context.Background()); err != nil {
 		db.Close()
 		return nil, err
@@ -146,14 +190,14 @@ func Open(path string) (*Store, error) {
 
 // dsn builds a file: URI so that path characters such as '?' or '#' cannot be
 // mistaken for query parameters.
-func dsn(abs string) string {
+func dsn(abs string, busy time.Duration) string {
 	p := filepath.ToSlash(abs)
 	if !strings.HasPrefix(p, "/") {
 		p = "/" + p // Windows drive letter
 	}
 	u := url.URL{Scheme: "file", Path: p}
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Set("_txlock", "immediate")
@@ -162,42 +206,44 @@ func dsn(abs string) string {
 
 func (s *Store) migrate(ctx context.Context) error {
 	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
-		return fmt.Errorf("sqlite: migrate: %w", err)
+		return s.errorf("sqlite: migrate: %w", err)
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("sqlite: migrate: %w", err)
+		return s.errorf("sqlite: migrate: %w", err)
 	}
 	defer tx.Rollback()
 	var have int
 	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&have); err != nil {
-		return fmt.Errorf("sqlite: migrate: %w", err)
+		return s.errorf("sqlite: migrate: %w", err)
 	}
 	if have > len(migrations) {
-		return fmt.Errorf("sqlite: database schema version %d is newer than this program (%d)", have, len(migrations))
+		return s.errorf("sqlite: database schema version %d is newer than this program (%d)", have, len(migrations))
 	}
 	for v := have + 1; v <= len(migrations); v++ {
 		if _, err := tx.ExecContext(ctx, migrations[v-1]); err != nil {
-			return fmt.Errorf("sqlite: migration %d: %w", v, err)
+			return s.errorf("sqlite: migration %d: %w", v, err)
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM schema_version`); err != nil {
-			return fmt.Errorf("sqlite: migration %d: %w", v, err)
+			return s.errorf("sqlite: migration %d: %w", v, err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, v); err != nil {
-			return fmt.Errorf("sqlite: migration %d: %w", v, err)
+			return s.errorf("sqlite: migration %d: %w", v, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: migrate: %w", err)
+		return s.errorf("sqlite: migrate: %w", err)
 	}
 	return nil
 }
 
 // SchemaVersion reports the number of migrations applied to the database.
 func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	var v int
 	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&v); err != nil {
-		return 0, fmt.Errorf("sqlite: %w", err)
+		return 0, s.errorf("sqlite: %w", err)
 	}
 	return v, nil
 }
@@ -224,8 +270,49 @@ func isUniqueViolation(err error) bool {
 	return c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || c == sqlite3.SQLITE_CONSTRAINT_UNIQUE
 }
 
+// call bounds one store call by the store's timeout.
+func (s *Store) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.timeout)
+}
+
+// errorf is fmt.Errorf for errors from SQLite, marking those that
+// store.ErrUnavailable describes: the deadline passed (waiting for a
+// connection, the busy handler or a statement interrupted), the database
+// busy or locked past the busy timeout, and (store.ErrStorageFull) the
+// disk full, which also makes Health probe writes until one works.
+func (s *Store) errorf(format string, args ...any) error {
+	err := fmt.Errorf(format, args...)
+	switch outage(err) {
+	case store.ErrStorageFull:
+		s.full.Store(true)
+		return store.Unavailable(store.ErrStorageFull, err)
+	case store.ErrUnavailable:
+		return store.Unavailable(store.ErrUnavailable, err)
+	}
+	return err
+}
+
+// outage classifies err: store.ErrStorageFull, store.ErrUnavailable or nil.
+func outage(err error) error {
+	var se *sqlitedrv.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff { // the primary result code
+		case sqlite3.SQLITE_FULL:
+			return store.ErrStorageFull
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_INTERRUPT:
+			return store.ErrUnavailable
+		}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return store.ErrUnavailable
+	}
+	return nil
+}
+
 // CreateFlow implements store.Store. ErrConflict if f.ID exists.
 func (s *Store) CreateFlow(ctx context.Context, f *store.Flow) error {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	if f == nil {
 		return errors.New("sqlite: nil flow")
 	}
@@ -234,10 +321,10 @@ func (s *Store) CreateFlow(ctx context.Context, f *store.Flow) error {
 		 VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		f.ID, f.Principal, f.Purpose, string(f.Status), toNanos(f.CreatedAt), toNanos(f.ExpiresAt), nullNanos(f.CompletedAt))
 	if isUniqueViolation(err) {
-		return fmt.Errorf("sqlite: flow id exists: %w", store.ErrConflict)
+		return s.errorf("sqlite: flow id exists: %w", store.ErrConflict)
 	}
 	if err != nil {
-		return fmt.Errorf("sqlite: create flow: %w", err)
+		return s.errorf("sqlite: create flow: %w", err)
 	}
 	return nil
 }
@@ -267,18 +354,22 @@ const flowColumns = `id, principal, purpose, status, created_at, expires_at, com
 
 // GetFlow implements store.Store.
 func (s *Store) GetFlow(ctx context.Context, id string) (*store.Flow, error) {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	f, err := scanFlow(s.db.QueryRowContext(ctx, `SELECT `+flowColumns+` FROM flows WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: get flow: %w", err)
+		return nil, s.errorf("sqlite: get flow: %w", err)
 	}
 	return f, nil
 }
 
 // PendingFlow implements store.Store.
 func (s *Store) PendingFlow(ctx context.Context, principal, purpose string, now time.Time) (*store.Flow, error) {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	f, err := scanFlow(s.db.QueryRowContext(ctx, `SELECT `+flowColumns+` FROM flows
 		 WHERE principal = ? AND purpose = ? AND status = 'pending' AND expires_at > ?
 		 ORDER BY created_at DESC, id DESC LIMIT 1`, principal, purpose, now.UnixNano()))
@@ -286,7 +377,7 @@ func (s *Store) PendingFlow(ctx context.Context, principal, purpose string, now 
 		return nil, store.ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: pending flow: %w", err)
+		return nil, s.errorf("sqlite: pending flow: %w", err)
 	}
 	return f, nil
 }
@@ -295,12 +386,14 @@ func (s *Store) PendingFlow(ctx context.Context, principal, purpose string, now 
 // only a call that finds the flow still pending changes a row, so concurrent
 // completions cannot both win.
 func (s *Store) CompleteFlow(ctx context.Context, flowID, principal string, sealedSecret []byte, now time.Time) error {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	if sealedSecret == nil {
 		sealedSecret = []byte{} // the column is NOT NULL
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("sqlite: complete flow: %w", err)
+		return s.errorf("sqlite: complete flow: %w", err)
 	}
 	defer tx.Rollback()
 
@@ -309,11 +402,11 @@ func (s *Store) CompleteFlow(ctx context.Context, flowID, principal string, seal
 		 WHERE id = ? AND status = 'pending' AND principal = ? AND expires_at > ?`,
 		toNanos(now), flowID, principal, toNanos(now))
 	if err != nil {
-		return fmt.Errorf("sqlite: complete flow: %w", err)
+		return s.errorf("sqlite: complete flow: %w", err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return fmt.Errorf("sqlite: complete flow: %w", err)
+		return s.errorf("sqlite: complete flow: %w", err)
 	}
 	if n != 1 {
 		var one int
@@ -322,25 +415,27 @@ func (s *Store) CompleteFlow(ctx context.Context, flowID, principal string, seal
 			return store.ErrNotFound
 		}
 		if err != nil {
-			return fmt.Errorf("sqlite: complete flow: %w", err)
+			return s.errorf("sqlite: complete flow: %w", err)
 		}
-		return fmt.Errorf("sqlite: flow not pending, expired or not the principal's: %w", store.ErrConflict)
+		return s.errorf("sqlite: flow not pending, expired or not the principal's: %w", store.ErrConflict)
 	}
 	if _, err := tx.ExecContext(ctx,
 		`INSERT INTO secrets (principal, name, sealed, updated_at)
 		 SELECT principal, purpose, ?, ? FROM flows WHERE id = ?
 		 ON CONFLICT (principal, name) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at`,
 		sealedSecret, toNanos(now), flowID); err != nil {
-		return fmt.Errorf("sqlite: store secret: %w", err)
+		return s.errorf("sqlite: store secret: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: complete flow: %w", err)
+		return s.errorf("sqlite: complete flow: %w", err)
 	}
 	return nil
 }
 
 // ReplaceSecret implements store.Store.
 func (s *Store) ReplaceSecret(ctx context.Context, principal, name string, old, sealed []byte, now time.Time) error {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	if sealed == nil {
 		sealed = []byte{} // the column is NOT NULL
 	}
@@ -348,17 +443,17 @@ func (s *Store) ReplaceSecret(ctx context.Context, principal, name string, old, 
 		`UPDATE secrets SET sealed = ?, updated_at = ? WHERE principal = ? AND name = ? AND sealed = ?`,
 		sealed, toNanos(now), principal, name, nonNil(old))
 	if err != nil {
-		return fmt.Errorf("sqlite: replace secret: %w", err)
+		return s.errorf("sqlite: replace secret: %w", err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("sqlite: replace secret: %w", err)
+		return s.errorf("sqlite: replace secret: %w", err)
 	} else if n == 1 {
 		return nil
 	}
 	if _, err := s.GetSecret(ctx, principal, name); err != nil {
 		return err
 	}
-	return fmt.Errorf("sqlite: secret changed meanwhile: %w", store.ErrConflict)
+	return s.errorf("sqlite: secret changed meanwhile: %w", store.ErrConflict)
 }
 
 func nonNil(b []byte) []byte {
@@ -370,13 +465,15 @@ func nonNil(b []byte) []byte {
 
 // GetSecret implements store.Store.
 func (s *Store) GetSecret(ctx context.Context, principal, name string) ([]byte, error) {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	var b []byte
 	err := s.db.QueryRowContext(ctx, `SELECT sealed FROM secrets WHERE principal = ? AND name = ?`, principal, name).Scan(&b)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: get secret: %w", err)
+		return nil, s.errorf("sqlite: get secret: %w", err)
 	}
 	return b, nil
 }
@@ -388,6 +485,8 @@ func hashID(id string) string {
 
 // CreateSession implements store.Store. Only the hash of s.ID is stored.
 func (s *Store) CreateSession(ctx context.Context, sess *store.Session) error {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	if sess == nil {
 		return errors.New("sqlite: nil session")
 	}
@@ -395,16 +494,18 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session) error {
 		`INSERT INTO sessions (id_hash, principal, csrf, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
 		hashID(sess.ID), sess.Principal, sess.CSRF, toNanos(sess.CreatedAt), toNanos(sess.ExpiresAt))
 	if isUniqueViolation(err) {
-		return fmt.Errorf("sqlite: session id exists: %w", store.ErrConflict)
+		return s.errorf("sqlite: session id exists: %w", store.ErrConflict)
 	}
 	if err != nil {
-		return fmt.Errorf("sqlite: create session: %w", err)
+		return s.errorf("sqlite: create session: %w", err)
 	}
 	return nil
 }
 
 // GetSession implements store.Store; expired sessions are returned too.
 func (s *Store) GetSession(ctx context.Context, id string) (*store.Session, error) {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	sess := store.Session{ID: id}
 	var created, expires int64
 	err := s.db.QueryRowContext(ctx,
@@ -414,7 +515,7 @@ func (s *Store) GetSession(ctx context.Context, id string) (*store.Session, erro
 		return nil, store.ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: get session: %w", err)
+		return nil, s.errorf("sqlite: get session: %w", err)
 	}
 	sess.CreatedAt = fromNanos(created)
 	sess.ExpiresAt = fromNanos(expires)
@@ -423,38 +524,12 @@ func (s *Store) GetSession(ctx context.Context, id string) (*store.Session, erro
 
 // DeleteSession implements store.Store; a missing session is not an error.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	if _, err := s.db.ExecContext(ctx, `DELETE FROM sessions WHERE id_hash = ?`, hashID(id)); err != nil {
-		return fmt.Errorf("sqlite: delete session: %w", err)
+		return s.errorf("sqlite: delete session: %w", err)
 	}
 	return nil
-}
-
-// DeleteExpired implements store.Store.
-func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int64, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, fmt.Errorf("sqlite: delete expired: %w", err)
-	}
-	defer tx.Rollback()
-	var total int64
-	for _, q := range []string{
-		`DELETE FROM flows WHERE expires_at < ?`,
-		`DELETE FROM sessions WHERE expires_at < ?`,
-	} {
-		res, err := tx.ExecContext(ctx, q, toNanos(now))
-		if err != nil {
-			return 0, fmt.Errorf("sqlite: delete expired: %w", err)
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return 0, fmt.Errorf("sqlite: delete expired: %w", err)
-		}
-		total += n
-	}
-	if err := tx.Commit(); err != nil {
-		return 0, fmt.Errorf("sqlite: delete expired: %w", err)
-	}
-	return total, nil
 }
 
 // Close closes the database.
