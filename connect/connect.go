@@ -44,8 +44,9 @@ import (
 
 // Defaults for Options.
 const (
-	DefaultFlowTTL    = 15 * time.Minute
-	DefaultSessionTTL = 12 * time.Hour
+	DefaultFlowTTL     = 15 * time.Minute
+	DefaultSessionTTL  = 12 * time.Hour
+	DefaultMaxAttempts = 20
 )
 
 // Cookie names. Both are HttpOnly, SameSite=Lax, Path=/, and Secure when
@@ -86,6 +87,12 @@ type Options struct {
 	SessionTTL time.Duration
 	// Now is the clock; nil means time.Now. Tests inject one.
 	Now func() time.Time
+	// MaxAttempts caps a user's OAuth attempts started within AttemptTTL
+	// (each POST to /connect/<id> starts one and stores a row); past it,
+	// the page answers 429 and stores nothing, so a user cannot grow the
+	// store faster than MaxAttempts rows per AttemptTTL. <= 0 means
+	// DefaultMaxAttempts.
+	MaxAttempts int
 	// SignIn, if set, signs browsers in through an OpenID Connect issuer
 	// (auth.OIDC) instead of the demo user-name form; see signin.go.
 	SignIn IdentityProvider
@@ -122,6 +129,7 @@ type Service struct {
 	log        *slog.Logger
 	flowTTL    time.Duration
 	sessionTTL time.Duration
+	maxAttempt int
 	now        func() time.Time
 	tmpl       *template.Template
 	idp        IdentityProvider // nil: demo user-name sign-in
@@ -164,6 +172,9 @@ func New(opts Options) (*Service, error) {
 	}
 	if s.flowTTL <= 0 {
 		s.flowTTL = DefaultFlowTTL
+	}
+	if s.maxAttempt = opts.MaxAttempts; s.maxAttempt <= 0 {
+		s.maxAttempt = DefaultMaxAttempts
 	}
 	if s.sessionTTL <= 0 {
 		s.sessionTTL = DefaultSessionTTL

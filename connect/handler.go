@@ -142,9 +142,13 @@ func (s *Service) internalError(w http.ResponseWriter, r *http.Request, op strin
 	s.log.LogAttrs(r.Context(), slog.LevelError, "connect: "+op, slog.Any("err", err))
 	var ue interface{ Unavailable() bool }
 	if errors.As(err, &ue) && ue.Unavailable() {
-		// A passing outage of the store (see store/postgres): say so.
+		// A passing outage of the store (store.ErrUnavailable): say so.
 		w.Header().Set("Retry-After", "1")
-		s.message(w, http.StatusServiceUnavailable, "Temporarily unavailable", "The server cannot reach its database right now. Nothing was stored; please try again in a moment.", "error", true, nil)
+		msg := "The server cannot reach its database right now. Nothing was stored; please try again in a moment."
+		if errors.Is(err, store.ErrStorageFull) {
+			msg = "The server's storage is full right now. Nothing was stored; please try again later."
+		}
+		s.message(w, http.StatusServiceUnavailable, "Temporarily unavailable", msg, "error", true, nil)
 		return
 	}
 	s.message(w, http.StatusInternalServerError, "Something went wrong", "Something went wrong on the server. Nothing was stored; please try again.", "error", true, nil)

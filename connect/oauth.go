@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
@@ -52,14 +53,21 @@ const (
 // to the callback (and never longer than the flow lives).
 const AttemptTTL = 10 * time.Minute
 
-// attemptKind is the ledger record kind of an OAuth attempt: ID is the
+// AttemptKind is the ledger record kind of an OAuth attempt: ID is the
 // hex SHA-256 of the state (the state itself is stored nowhere), Status
-// attemptStarted or attemptUsed, Data the sealed attempt.
+// "started" or "used", Data the sealed attempt. An attempt is of no use
+// after AttemptTTL: a store sweep may remove it then
+// (store.Retention.Records), and the operations that wrote it with it.
+const AttemptKind = "oauth_attempt"
+
 const (
-	attemptKind    = "oauth_attempt"
+	attemptKind    = AttemptKind
 	attemptStarted = "started"
 	attemptUsed    = "used"
 )
+
+// errTooManyAttempts refuses an attempt past Options.MaxAttempts.
+var errTooManyAttempts = errors.New("connect: too many OAuth attempts")
 
 // exchangeTimeout bounds the token request to the provider.
 const exchangeTimeout = 15 * time.Second
@@ -311,9 +319,24 @@ func (s *Service) connectPage(w http.ResponseWriter, r *http.Request, post bool)
 	now := s.now()
 	op := &store.Operation{ID: "oauth_start." + key, Principal: f.Principal, Name: "connect oauth start " + f.Purpose, Outcome: attemptStarted, CompletedAt: now}
 	err = s.store.CompleteOperation(ctx, op, func(ctx context.Context, fx store.Effects) error {
+		// The cap bounds the rows a user can add between sweeps.
+		n, err := fx.Count(ctx, attemptKind, f.Principal, now.Add(-AttemptTTL))
+		if err != nil {
+			return err
+		}
+		if n >= int64(s.maxAttempt) {
+			return errTooManyAttempts
+		}
 		return fx.Insert(ctx, &store.Record{Kind: attemptKind, ID: key, Principal: f.Principal, Status: attemptStarted,
 			Data: sealed, CreatedAt: now, UpdatedAt: now})
 	})
+	if errors.Is(err, errTooManyAttempts) {
+		s.audit(ctx, slog.LevelWarn, "oauth_attempts_capped", slog.String("flow_id", f.ID), slog.String("principal", f.Principal),
+			slog.Int("max_attempts", s.maxAttempt), remote(r))
+		w.Header().Set("Retry-After", strconv.Itoa(int(AttemptTTL.Seconds())))
+		s.message(w, http.StatusTooManyRequests, "Too many attempts", "You started too many sign-ins in the last few minutes. Nothing was stored. Wait a few minutes, then open the link from your MCP client again.", "too-many", true, sess)
+		return
+	}
 	if err != nil {
 		s.internalError(w, r, "store attempt", err)
 		return

@@ -518,8 +518,13 @@ func (s *Server) wireError(in *Incoming, err error) *jsonrpc.Error {
 	}
 	if unavailable(err) {
 		s.log.Warn("mcpserver: a dependency is unavailable", "method", in.Method, "name", in.Name, "err", err)
-		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Temporarily unavailable; retry later",
-			Data: RetryData{Retryable: true, RetryAfterMs: 1000}}
+		data := RetryData{Retryable: true, RetryAfterMs: 1000}
+		msg := "Temporarily unavailable; retry later"
+		var ur interface{ UnavailableReason() string }
+		if errors.As(err, &ur) && ur.UnavailableReason() == ReasonStorageFull {
+			data.Reason, msg = ReasonStorageFull, "Temporarily unavailable: the server's storage is full; retry later"
+		}
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg, Data: data}
 	}
 	s.log.Error("mcpserver: handler failed", "method", in.Method, "name", in.Name, "err", err)
 	return jsonrpc.NewError(jsonrpc.CodeInternalError, "Internal error")
@@ -536,7 +541,14 @@ var ErrUnavailable = errors.New("temporarily unavailable")
 type RetryData struct {
 	Retryable    bool `json:"retryable"`
 	RetryAfterMs int  `json:"retryAfterMs"`
+	// Reason, when set, says why: ReasonStorageFull for an error whose
+	// UnavailableReason method says so (store.ErrStorageFull).
+	Reason string `json:"reason,omitempty"`
 }
+
+// ReasonStorageFull is RetryData.Reason when the server's storage is full:
+// nothing was written, and a retry works once space is freed.
+const ReasonStorageFull = "storage_full"
 
 // unavailable reports whether err means a dependency could not be reached:
 // ErrUnavailable, an error with an Unavailable() true method, a network error (refused, reset, timed out), or a

@@ -44,6 +44,17 @@ type config struct {
 	readTimeout           time.Duration
 	idleTimeout           time.Duration
 	shutdownTimeout       time.Duration
+	shutdownGrace         time.Duration // on SIGTERM, /readyz not ready this long before the listeners close
+	storeTimeout          time.Duration // deadline of every store call (storeops.go)
+	storeMaxConns         int           // 0 = the driver's default
+	sweepInterval         time.Duration
+	retainFlows           time.Duration // kept this long past expiry
+	retainOperations      time.Duration
+	retainAttempts        time.Duration
+	retainReports         time.Duration // 0 = kept
+	maxOAuthAttempts      int
+	auditMaxSizeMiB       int // rotate --audit-log FILE at this size; 0 = never
+	auditMaxFiles         int // rotated files kept
 	demoOAuthAddr         string           // demo calendar provider; "" = none (calendar.go)
 	auth                  authConfig       // --auth and its settings (jwtauth.go)
 	now                   func() time.Time // nil = time.Now; tests inject a clock
@@ -155,6 +166,40 @@ func durationSetter(field func(*config) *time.Duration) func(*config, string) er
 			return errors.New("must be positive")
 		}
 		*field(c) = d
+		return nil
+	}
+}
+
+// minDurationSetter is durationSetter for durations of at least min (0
+// allowed when min is 0), with why in the error.
+func minDurationSetter(min time.Duration, why string, field func(*config) *time.Duration) func(*config, string) error {
+	return func(c *config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return err
+		}
+		if d < min || d < 0 {
+			if min == 0 {
+				return errors.New("must not be negative")
+			}
+			return fmt.Errorf("must be at least %v: %s", min, why)
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
+// intSetter parses a whole number of at least min.
+func intSetter(min int, field func(*config) *int) func(*config, string) error {
+	return func(c *config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("want a whole number, not %q", v)
+		}
+		if n < min {
+			return fmt.Errorf("must be at least %d", min)
+		}
+		*field(c) = n
 		return nil
 	}
 }

@@ -539,9 +539,9 @@ func TestSweepRemovesExpiredFlows(t *testing.T) {
 	e := newEnv(t)
 	first := e.connect(1, "alice", "")
 	e.advance(16 * time.Minute) // past the flow's 15 minutes
-	n, err := e.app.sweep(t.Context())
-	if err != nil || n != 1 {
-		t.Fatalf("sweep = %d, %v; want the one expired flow", n, err)
+	res, err := e.app.sweeper.sweep(t.Context())
+	if err != nil || res.Flows != 1 || res.Total() != 1 {
+		t.Fatalf("sweep = %+v, %v; want the one expired flow", res, err)
 	}
 	// The state is expired too; a fresh call starts a new flow.
 	e.connect(2, "alice", answer("accept", first.state())).wantError(t, 400, -32602)

@@ -45,6 +45,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -57,8 +58,6 @@ import (
 	"github.com/mcp-elicit/elicit/mcpserver"
 	"github.com/mcp-elicit/elicit/reqstate"
 	"github.com/mcp-elicit/elicit/store"
-	"github.com/mcp-elicit/elicit/store/postgres"
-	"github.com/mcp-elicit/elicit/store/sqlite"
 	"github.com/mcp-elicit/elicit/streamhttp"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -141,24 +140,6 @@ func masterKey(cfg *config) ([]byte, error) {
 	return key, checkMasterKeyFile(cfg, key)
 }
 
-// openStore opens the PostgreSQL store named by cfg.storeURL, or the
-// SQLite store in the data directory.
-func openStore(cfg *config) (store.Store, error) {
-	if cfg.storeURL != "" {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		st, err := postgres.Open(ctx, cfg.storeURL)
-		if err != nil {
-			return nil, fmt.Errorf("opening the store: %w", err)
-		}
-		return st, nil
-	}
-	if err := os.MkdirAll(cfg.dataDir, 0o700); err != nil {
-		return nil, err
-	}
-	return sqlite.Open(sqlitePath(cfg))
-}
-
 // sqlitePath is the SQLite store's file in the data directory.
 func sqlitePath(cfg *config) string { return filepath.Join(cfg.dataDir, "elicitd.db") }
 
@@ -220,9 +201,9 @@ func run(args []string, stdout, stderr io.Writer) (err error) {
 	for _, f := range app.onShutdown {
 		srv.RegisterOnShutdown(f)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := app.drainOnSignal(cfg.shutdownGrace, logger)
 	defer stop()
-	go app.sweepLoop(ctx, 5*time.Minute, logger)
+	go app.sweeper.loop(ctx, cfg.sweepInterval)
 	go app.keys.refreshLoop(ctx, app.sealer, cfg.keysRefresh, logger)
 	if mln != nil {
 		msrv := &http.Server{Handler: app.opsMux(), ReadHeaderTimeout: cfg.readHeaderTimeout, IdleTimeout: cfg.idleTimeout,
@@ -252,10 +233,56 @@ type app struct {
 	sealer     *reqstate.Sealer
 	// metricsHandler serves /metrics, readyz /readyz.
 	metricsHandler, readyz http.Handler
-	// sweep deletes expired flows and sessions; run calls it on a timer.
-	sweep func(context.Context) (int64, error)
+	// sweeper removes expired and finished rows; run calls it on a timer.
+	sweeper *sweeper
 	// calendarProvider is the demo OAuth provider (nil without one).
 	calendarProvider *fakeoauth.Server
+	// draining is set on SIGTERM for --shutdown-grace: /readyz says not
+	// ready and every response closes its connection, while requests are
+	// still served.
+	draining atomic.Bool
+}
+
+// closeWhileDraining answers with Connection: close while draining, so
+// keep-alive clients reconnect (through a load balancer that has seen
+// /readyz fail, to another instance) instead of reusing a connection the
+// shutdown will close.
+func (a *app) closeWhileDraining(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a.draining.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// drainOnSignal returns a context that ends when the server should stop
+// serving: at once on SIGINT (or a second signal), and on SIGTERM after
+// grace, during which a.draining is set. stop releases the signals.
+func (a *app) drainOnSignal(grace time.Duration, logger *slog.Logger) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		var sig os.Signal
+		select {
+		case sig = <-sigs:
+		case <-ctx.Done():
+			return
+		}
+		if sig == syscall.SIGTERM && grace > 0 {
+			a.draining.Store(true)
+			logger.Info("draining: /readyz reports not ready; the listeners close after the grace period", "grace", grace)
+			t := time.NewTimer(grace)
+			select {
+			case <-t.C:
+			case <-sigs: // a second signal ends the grace at once
+				t.Stop()
+			}
+		}
+		cancel()
+	}()
+	return ctx, func() { signal.Stop(sigs); cancel() }
 }
 
 // every calls fn every interval until ctx ends.
@@ -270,18 +297,6 @@ func every(ctx context.Context, interval time.Duration, fn func(context.Context)
 			fn(ctx)
 		}
 	}
-}
-
-// sweepLoop deletes expired flows and sessions every interval until ctx ends.
-func (a *app) sweepLoop(ctx context.Context, interval time.Duration, logger *slog.Logger) {
-	every(ctx, interval, func(ctx context.Context) {
-		n, err := a.sweep(ctx)
-		if err != nil {
-			logger.Error("sweeping expired flows and sessions", "err", err)
-		} else if n > 0 {
-			logger.Info("swept expired flows and sessions", "rows", n)
-		}
-	})
 }
 
 func (a *app) Close() error {
@@ -326,16 +341,16 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 		}
 		a.closers = append(a.closers, st.Close)
 	}
-	a.sweep = func(ctx context.Context) (int64, error) { return st.DeleteExpired(ctx, now()) }
 	obs, closeAudit, err := newObserver(cfg, logger)
 	if err != nil {
 		a.Close()
 		return nil, err
 	}
+	a.sweeper = &sweeper{st: st, r: cfg.retention(), now: now, logger: logger, swept: obs.metrics.swept, errs: obs.metrics.sweepErrors}
 	a.closers = append(a.closers, closeAudit)
 	a.metricsHandler = promhttp.HandlerFor(obs.metrics.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)})
 	flows, err := connect.New(connect.Options{Store: st, MasterKey: master, BaseURL: cfg.publicURL, Logger: logger, Now: now, SignIn: authn.signIn,
-		OnIdentityMismatch: obs.identityMismatch})
+		OnIdentityMismatch: obs.identityMismatch, MaxAttempts: cfg.maxOAuthAttempts})
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -402,7 +417,11 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 	for pattern, h := range authn.routes {
 		mux.Handle(pattern, h)
 	}
-	a.readyz = readiness(keys, obs.audit, 2*time.Second, logger)
+	readyTimeout := cfg.storeTimeout
+	if readyTimeout <= 0 {
+		readyTimeout = 5 * time.Second
+	}
+	a.readyz = readiness(&a.draining, st, keys, obs.audit, readyTimeout, logger)
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.Handle("GET /readyz", a.readyz)
 	if cfg.metricsAddr == "" {
@@ -412,7 +431,7 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintf(w, "elicitd %s\nMCP endpoint: %s/mcp (MCP 2026-07-28, stateless; 2025-11-25 clients with initialize and a session)\nPages: %s/ui/\n", version, cfg.publicURL, cfg.publicURL)
 	})
-	a.Handler = obs.metrics.instrument(mux)
+	a.Handler = a.closeWhileDraining(obs.metrics.instrument(mux))
 	return a, nil
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +24,7 @@ import (
 	"github.com/mcp-elicit/elicit/jsonrpc"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
+	"github.com/mcp-elicit/elicit/store"
 	"github.com/mcp-elicit/elicit/streamhttp"
 )
 
@@ -59,6 +62,7 @@ type auditor struct {
 	now    func() time.Time
 
 	failing atomic.Bool // the last write failed
+	full    atomic.Bool // ... with ENOSPC
 	mu      sync.Mutex
 	lastLog time.Time // when a failure was last logged
 	lost    int       // failed records not yet reported
@@ -88,9 +92,22 @@ func newAuditor(dest string, stdout io.Writer) (*auditor, func() error, error) {
 	return &auditor{h: slog.NewJSONHandler(w, nil)}, closer, nil
 }
 
+// probe, while writes fail, tries to write an audit_log_writable record
+// and reports whether it was written. A probe that fails is not a lost
+// record: it is neither counted nor logged.
+func (a *auditor) probe(ctx context.Context) bool {
+	if err := a.emit(ctx, &auditRecord{event: "audit_log_writable", round: -1, outcome: "resumed"}); err != nil {
+		a.full.Store(errors.Is(err, syscall.ENOSPC))
+		return false
+	}
+	a.succeeded()
+	return true
+}
+
 // failed accounts for one record that could not be written.
 func (a *auditor) failed(err error) {
 	a.failing.Store(true)
+	a.full.Store(errors.Is(err, syscall.ENOSPC))
 	if a.errs != nil {
 		a.errs.Inc()
 	}
@@ -130,6 +147,15 @@ func (a *auditor) write(ctx context.Context, r *auditRecord) {
 	if a.h == nil {
 		return
 	}
+	if err := a.emit(ctx, r); err != nil {
+		a.failed(err)
+	} else {
+		a.succeeded()
+	}
+}
+
+// emit writes r to the sink.
+func (a *auditor) emit(ctx context.Context, r *auditRecord) error {
 	attrs := []slog.Attr{slog.String("outcome", string(r.outcome))}
 	add := func(key, v string) {
 		if v != "" {
@@ -155,11 +181,7 @@ func (a *auditor) write(ctx context.Context, r *auditRecord) {
 	// The handler, not a slog.Logger, which would drop the write error.
 	rec := slog.NewRecord(time.Now(), slog.LevelInfo, r.event, 0)
 	rec.AddAttrs(attrs...)
-	if err := a.h.Handle(ctx, rec); err != nil {
-		a.failed(err)
-	} else {
-		a.succeeded()
-	}
+	return a.h.Handle(ctx, rec)
 }
 
 // metrics is elicitd's Prometheus registry (its own, not the global one,
@@ -167,6 +189,8 @@ func (a *auditor) write(ctx context.Context, r *auditRecord) {
 type metrics struct {
 	reg         *prometheus.Registry
 	auditErrors prometheus.Counter
+	swept       *prometheus.CounterVec
+	sweepErrors prometheus.Counter
 	outcomes    *prometheus.CounterVec
 	faults      *prometheus.CounterVec
 	latency     *prometheus.HistogramVec
@@ -191,10 +215,21 @@ func newMetrics() *metrics {
 		Name: "elicitd_audit_write_errors_total",
 		Help: "Audit records that could not be written to --audit-log (each one is lost).",
 	})
+	m.swept = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "elicitd_swept_rows_total",
+		Help: "Rows the sweeper removed from the store (--sweep-interval, --retain-*), by kind: flows, sessions, operations, or a record kind.",
+	}, []string{"kind"})
+	for _, k := range sweepKinds {
+		m.swept.WithLabelValues(k)
+	}
+	m.sweepErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "elicitd_sweep_errors_total",
+		Help: "Sweeps that stopped on a store error (the rest is removed by the next one).",
+	})
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "elicitd_build_info", Help: "Always 1; labels say which build runs."},
 		[]string{"version", "goversion", "revision"})
 	build.WithLabelValues(version, runtime.Version(), vcsRevision()).Set(1)
-	m.reg.MustRegister(m.auditErrors, m.outcomes, m.faults, m.latency, build,
+	m.reg.MustRegister(m.auditErrors, m.swept, m.sweepErrors, m.outcomes, m.faults, m.latency, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every (method, outcome) pair is shown from the start, at 0.
 	for _, method := range []string{mcp.MethodToolsCall, mcp.MethodPromptsGet, mcp.MethodResourcesRead} {
@@ -307,30 +342,46 @@ func (o *observer) record(ctx context.Context, r *auditRecord) {
 	o.metrics.count(r)
 }
 
-// readiness answers /readyz: 200 when the store answers within timeout,
-// the requestState key ring loaded and the last audit record was written;
-// else 503 with the failing check (details go to the log, not the
-// response).
-func readiness(keys *stateKeys, audit *auditor, timeout time.Duration, logger *slog.Logger) http.HandlerFunc {
+// readiness answers /readyz: 200 when the server is not draining after
+// SIGTERM, the store is healthy within timeout (store.Health: it reads,
+// and after a write failed for lack of space it also writes, so a full
+// disk keeps the server not ready until writes work again), the
+// requestState key ring loaded and the last audit record was written
+// (while it was not, each call tries to write one again); else 503 with
+// the failing check (details go to the log, not the response).
+func readiness(draining *atomic.Bool, st store.Store, keys *stateKeys, audit *auditor, timeout time.Duration, logger *slog.Logger) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
+		notReady := func(why string) {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, "not ready: "+why+"\n")
+		}
+		if draining.Load() {
+			notReady("shutting down")
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
-		if _, err := keys.ring.StateKeys(ctx); err != nil {
-			logger.Warn("readyz: store unreachable", "err", err)
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = io.WriteString(w, "not ready: store unreachable\n")
+		if err := st.Health(ctx); err != nil {
+			logger.Warn("readyz: store not healthy", "err", err)
+			if errors.Is(err, store.ErrStorageFull) {
+				notReady("store storage full")
+			} else {
+				notReady("store unreachable")
+			}
 			return
 		}
 		if msg := *keys.lastErr.Load(); msg != "" {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = io.WriteString(w, "not ready: requestState keys did not load\n")
+			notReady("requestState keys did not load")
 			return
 		}
-		if audit.failing.Load() {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = io.WriteString(w, "not ready: the last audit record could not be written\n")
+		if audit.failing.Load() && !audit.probe(ctx) {
+			if audit.full.Load() {
+				notReady("audit log storage full")
+			} else {
+				notReady("the last audit record could not be written")
+			}
 			return
 		}
 		_, _ = io.WriteString(w, "ready\n")
