@@ -53,8 +53,8 @@ type config struct {
 	retainAttempts        time.Duration
 	retainReports         time.Duration // 0 = kept
 	maxOAuthAttempts      int
-	auditMaxSizeMiB       int // rotate --audit-log FILE at this size; 0 = never
-	auditMaxFiles         int // rotated files kept
+	auditMaxSizeMiB       int              // rotate --audit-log FILE at this size; 0 = never
+	auditMaxFiles         int              // rotated files kept
 	demoOAuthAddr         string           // demo calendar provider; "" = none (calendar.go)
 	auth                  authConfig       // --auth and its settings (jwtauth.go)
 	now                   func() time.Time // nil = time.Now; tests inject a clock
