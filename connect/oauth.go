@@ -319,8 +319,9 @@ func (s *Service) connectPage(w http.ResponseWriter, r *http.Request, post bool)
 	now := s.now()
 	op := &store.Operation{ID: "oauth_start." + key, Principal: f.Principal, Name: "connect oauth start " + f.Purpose, Outcome: attemptStarted, CompletedAt: now}
 	err = s.store.CompleteOperation(ctx, op, func(ctx context.Context, fx store.Effects) error {
-		// The cap bounds the rows a user can add between sweeps.
-		n, err := fx.Count(ctx, attemptKind, f.Principal, now.Add(-AttemptTTL))
+		// The cap bounds the rows a user can add between sweeps; it
+		// counts the live attempts, created less than AttemptTTL ago.
+		n, err := fx.Count(ctx, attemptKind, f.Principal, now.Add(-AttemptTTL+time.Nanosecond))
 		if err != nil {
 			return err
 		}

@@ -18,6 +18,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/mcp-elicit/elicit/store"
 )
 
 // config is elicitd's resolved configuration. Every field but now comes
@@ -53,11 +55,12 @@ type config struct {
 	retainAttempts        time.Duration
 	retainReports         time.Duration // 0 = kept
 	maxOAuthAttempts      int
-	auditMaxSizeMiB       int              // rotate --audit-log FILE at this size; 0 = never
-	auditMaxFiles         int              // rotated files kept
-	demoOAuthAddr         string           // demo calendar provider; "" = none (calendar.go)
-	auth                  authConfig       // --auth and its settings (jwtauth.go)
-	now                   func() time.Time // nil = time.Now; tests inject a clock
+	auditMaxSizeMiB       int                           // rotate --audit-log FILE at this size; 0 = never
+	auditMaxFiles         int                           // rotated files kept
+	demoOAuthAddr         string                        // demo calendar provider; "" = none (calendar.go)
+	auth                  authConfig                    // --auth and its settings (jwtauth.go)
+	now                   func() time.Time              // nil = time.Now; tests inject a clock
+	wrapStore             func(store.Store) store.Store // tests: wraps the opened store (fault injection)
 }
 
 // setting is one configuration setting. Its flag is --name, its

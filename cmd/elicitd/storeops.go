@@ -53,7 +53,14 @@ func init() {
 
 // openStore opens the PostgreSQL store named by cfg.storeURL, or the
 // SQLite store in the data directory, with the --store-* settings.
-func openStore(cfg *config) (store.Store, error) {
+func openStore(cfg *config) (st store.Store, err error) {
+	if cfg.wrapStore != nil {
+		defer func() {
+			if err == nil {
+				st = cfg.wrapStore(st)
+			}
+		}()
+	}
 	if cfg.storeURL != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
