@@ -67,8 +67,9 @@ func TestReportsAcceptanceCases(t *testing.T) {
 // reportsEnv is an elicitd on loopback plus read access to its database.
 type reportsEnv struct {
 	*env
-	st *sqlite.Store // a second handle on elicitd's database
-	db *sql.DB       // raw read access, for ledger rows no record points to
+	st   *sqlite.Store // a second handle on elicitd's database
+	db   *sql.DB       // raw read access, for ledger rows no record points to
+	path string        // the database file
 }
 
 // newReportsEnv starts elicitd; each option may adjust its config first.
@@ -104,7 +105,7 @@ func newReportsEnv(t *testing.T, options ...func(*config)) *reportsEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close(); st.Close(); ts.Close(); e.app.Close() })
-	return &reportsEnv{env: e, st: st, db: db}
+	return &reportsEnv{env: e, st: st, db: db, path: path}
 }
 
 // metaNone declares no elicitation at all; metaURLOnly only URL mode.

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -220,5 +221,53 @@ func TestMigrateStateKeyActivation(t *testing.T) {
 	keys, err := s.StateKeys(ctx)
 	if err != nil || len(keys) != 1 || !keys[0].ActivatesAt.Equal(created) {
 		t.Fatalf("after migration: %v %+v", err, keys)
+	}
+}
+
+// A writer that finds the write lock held past Options.Timeout gets
+// store.ErrUnavailable (retryable), not a plain error; the pool is capped.
+func TestLockedIsUnavailable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "elicit.db")
+	s, err := OpenWith(path, &Options{Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := s.db.Stats().MaxOpenConnections; got != DefaultMaxConns {
+		t.Fatalf("MaxOpenConnections = %d, want %d", got, DefaultMaxConns)
+	}
+	other, err := OpenWith(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	ctx := context.Background()
+	conn, err := other.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	for name, call := range map[string]func() error{
+		"CompleteOperation": func() error {
+			return s.CompleteOperation(ctx, &store.Operation{ID: "op", Principal: "alice", CompletedAt: time.Now()}, nil)
+		},
+		"CreateFlow": func() error {
+			return s.CreateFlow(ctx, &store.Flow{ID: "f", Principal: "a", Purpose: "p", Status: store.FlowPending, CreatedAt: time.Now(), ExpiresAt: time.Now()})
+		},
+	} {
+		err := call()
+		var ue interface{ Unavailable() bool }
+		if !errors.Is(err, store.ErrUnavailable) || !errors.As(err, &ue) || errors.Is(err, store.ErrStorageFull) {
+			t.Errorf("%s with the lock held: %v, want store.ErrUnavailable", name, err)
+		}
+	}
+	if _, err := conn.ExecContext(ctx, `ROLLBACK`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CompleteOperation(ctx, &store.Operation{ID: "op", Principal: "alice", CompletedAt: time.Now()}, nil); err != nil {
+		t.Fatalf("once the lock is free: %v", err)
 	}
 }

@@ -1,0 +1,81 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcp-elicit/elicit/store"
+)
+
+// TestDiskFull fills a real 2 MiB tmpfs under the database: a write fails
+// with store.ErrStorageFull, Health says so (reads still work), and once
+// space is freed Health's probe write works and writes go on. It needs
+// root (mount); elsewhere it skips.
+func TestDiskFull(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=2m"); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v", err)
+	}
+	defer syscall.Unmount(dir, 0)
+	s, err := Open(filepath.Join(dir, "elicit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	big := make([]byte, 256<<10)
+	write := func(id string) error {
+		return s.CompleteOperation(ctx, &store.Operation{ID: id, Principal: "alice", CompletedAt: time.Now()},
+			func(ctx context.Context, fx store.Effects) error {
+				return fx.Insert(ctx, &store.Record{Kind: "blob", ID: id, Principal: "alice", Status: "x", Data: big})
+			})
+	}
+	if err := write("before"); err != nil {
+		t.Fatal(err)
+	}
+	// Fill what is left.
+	filler := filepath.Join(dir, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := f.Write(make([]byte, 64<<10)); err != nil {
+			break
+		}
+	}
+	f.Close()
+
+	err = write("full")
+	var ur interface{ UnavailableReason() string }
+	if !errors.Is(err, store.ErrStorageFull) || !errors.Is(err, store.ErrUnavailable) || !errors.As(err, &ur) || ur.UnavailableReason() != "storage_full" {
+		t.Fatalf("write on a full disk: %v, want store.ErrStorageFull", err)
+	}
+	if _, err := s.GetRecord(ctx, "blob", "before"); err != nil {
+		t.Fatalf("read on a full disk: %v", err)
+	}
+	if err := s.Health(ctx); !errors.Is(err, store.ErrStorageFull) {
+		t.Fatalf("Health on a full disk: %v, want store.ErrStorageFull", err)
+	}
+	if _, err := s.GetRecord(ctx, "blob", "full"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the failed write left a record: %v", err)
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Health(ctx); err != nil {
+		t.Fatalf("Health once space is free: %v", err)
+	}
+	if err := write("after"); err != nil {
+		t.Fatalf("write once space is free: %v", err)
+	}
+}
