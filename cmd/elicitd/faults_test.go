@@ -18,6 +18,10 @@ import (
 	"github.com/mcp-elicit/elicit/store"
 )
 
+// callClient gives up after a minute: a hang guard, so a stalled server
+// fails a test instead of hanging it.
+var callClient = &http.Client{Timeout: time.Minute}
+
 // rawCall POSTs one tools/call as user from any goroutine (no t.Fatal):
 // the status, the Retry-After header and the body.
 func rawCall(url, user, tool, body string) (int, string, string, error) {
@@ -26,7 +30,7 @@ func rawCall(url, user, tool, body string) (int, string, string, error) {
 		"MCP-Protocol-Version": "2026-07-28", "Authorization": "Bearer " + user, "Mcp-Method": "tools/call", "Mcp-Name": tool} {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := callClient.Do(req)
 	if err != nil {
 		return 0, "", "", err
 	}
