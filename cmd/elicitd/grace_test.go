@@ -5,7 +5,6 @@ package main
 import (
 	"io"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,14 +20,7 @@ import (
 // new, is still served (each response closing its connection), none
 // reset or refused; a second signal ends the grace and the process exits 0.
 func TestSIGTERMGraceKeepsServing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs an elicitd process; skipped in -short")
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "elicitd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	dir, bin := buildElicitd(t)
 	addr := freeLoopbackAddr(t)
 	proc := startProcess(t, bin, environWithoutElicit(), "--addr", addr, "--data", filepath.Join(dir, "data"),
 		"--audit-log", "off", "--shutdown-grace", "1m")

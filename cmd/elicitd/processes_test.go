@@ -100,6 +100,21 @@ func startProcess(t *testing.T, bin string, env []string, args ...string) *proce
 // wait returns Wait's result once the process has exited.
 func (p *process) wait() error { <-p.done; return p.err }
 
+// buildElicitd skips in -short, else builds elicitd into a new temporary
+// directory and returns the directory and the binary.
+func buildElicitd(t *testing.T) (dir, bin string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs an elicitd process; skipped in -short")
+	}
+	dir = t.TempDir()
+	bin = filepath.Join(dir, "elicitd")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return dir, bin
+}
+
 // freeLoopbackAddr returns a loopback address nothing listens on right now.
 func freeLoopbackAddr(t *testing.T) string {
 	t.Helper()
