@@ -222,7 +222,7 @@ func (h *Handler) Close() error {
 
 // ServeHTTP routes one request to the era it belongs to.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	pv := r.Header[streamhttp.HeaderProtocolVersion]
+	pv := r.Header[mcp.HeaderProtocolVersion]
 	if len(pv) == 1 && pv[0] == mcp.ProtocolVersion {
 		h.modern.ServeHTTP(w, r) // the 2026 hot path: nothing read, nothing copied
 		return
@@ -285,7 +285,7 @@ func (h *Handler) sniff(w http.ResponseWriter, r *http.Request, pv []string) {
 	case ok && m.Method == "initialize":
 		h.initialize(w, r, p, body)
 	case ok && m.Params.Meta[mcp.MetaProtocolVersion] == nil &&
-		(len(pv) == 1 || len(r.Header[streamhttp.HeaderMethod]) == 0):
+		(len(pv) == 1 || len(r.Header[mcp.HeaderMethod]) == 0):
 		// A 2025 client's request without its session (a 2026 request
 		// carries the version in _meta and, without a version header,
 		// Mcp-Method): say what is missing rather than which 2026 header.

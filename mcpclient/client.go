@@ -140,7 +140,7 @@ type Client struct {
 // toolEntry is what ListTools learnt about a tool: its x-mcp-header
 // parameters, or why it was dropped.
 type toolEntry struct {
-	params  []HeaderParam
+	params  []mcp.HeaderParam
 	dropped error
 }
 
@@ -236,11 +236,6 @@ type resultHead struct {
 	Meta          map[string]json.RawMessage `json:"_meta"`
 }
 
-// mrtrMethod reports whether method may answer input_required (MRTR-S-03).
-func mrtrMethod(method string) bool {
-	return method == mcp.MethodToolsCall || method == mcp.MethodPromptsGet || method == mcp.MethodResourcesRead
-}
-
 // classify splits a raw result into a complete one or an interim one. A
 // result without resultType is complete (MRTR-C-07); an unknown resultType
 // is an error (MRTR-C-08).
@@ -266,7 +261,7 @@ func (c *Client) classify(method string, raw json.RawMessage) (json.RawMessage, 
 	default:
 		return nil, nil, perr("MRTR-C-08", "unknown resultType %q", clip(rt, 60))
 	}
-	if !mrtrMethod(method) {
+	if !mcp.MRTRMethod(method) {
 		return nil, nil, perr("MRTR-S-04", "input_required is not allowed for %s", method)
 	}
 	ir := &InputRequired{InputRequests: map[string]InputRequest{}}
@@ -374,7 +369,7 @@ func (c *Client) list(ctx context.Context, method string, page func(raw json.Raw
 }
 
 // ListTools returns every tool of tools/list, following nextCursor. Tools
-// whose x-mcp-header annotations break the rules (CheckToolHeaders) are
+// whose x-mcp-header annotations break the rules (mcp.ToolHeaderParams) are
 // left out and logged with the reason (HTTP-C-12). Each tool's
 // inputSchema is kept verbatim, and no $ref in it is ever fetched. The
 // client remembers the annotations for CallTool.
@@ -392,7 +387,7 @@ func (c *Client) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 			if t == nil {
 				continue
 			}
-			params, err := CheckToolHeaders(t)
+			params, err := mcp.ToolHeaderParams(t.InputSchema)
 			if err != nil {
 				c.log.Warn("mcpclient: dropping tool with invalid x-mcp-header (HTTP-C-12)", "tool", clip(t.Name, 100), "reason", err.Error())
 				entries[t.Name] = toolEntry{dropped: err}
@@ -453,7 +448,7 @@ func (c *Client) ListResources(ctx context.Context) ([]*mcp.Resource, error) {
 // tools first if this client never did: mirroring them is a MUST
 // (HTTP-C-11). A dropped tool is ErrToolDropped; an unknown tool has none
 // (the server will say it does not exist).
-func (c *Client) toolHeaders(ctx context.Context, name string, refresh bool) ([]HeaderParam, error) {
+func (c *Client) toolHeaders(ctx context.Context, name string, refresh bool) ([]mcp.HeaderParam, error) {
 	c.mu.Lock()
 	listed := c.listed
 	c.mu.Unlock()

@@ -95,16 +95,6 @@ func ExampleClient_CallToolOnce() {
 	// true No name, no greeting.
 }
 
-func ExampleEncodeHeaderValue() {
-	fmt.Println(mcpclient.EncodeHeaderValue("us-west1"))
-	fmt.Println(mcpclient.EncodeHeaderValue("Zürich"))
-	fmt.Println(mcpclient.EncodeHeaderValue(" padded"))
-	// Output:
-	// us-west1
-	// =?base64?WsO8cmljaA==?=
-	// =?base64?IHBhZGRlZA==?=
-}
-
 // SendRaw sends what a well-behaved client never would, for testing a
 // server: here a retry whose requestState was altered. The greeter's
 // state is sealed, so the server refuses it.

@@ -148,10 +148,10 @@ func (c *Client) post(ctx context.Context, out *outgoing, version string) (json.
 	h := req.Header
 	h.Set("Content-Type", "application/json")
 	h.Set("Accept", "application/json, text/event-stream")
-	h.Set(HeaderProtocolVersion, version)
-	h.Set(HeaderMethod, out.method)
+	h.Set(mcp.HeaderProtocolVersion, version)
+	h.Set(mcp.HeaderMethod, out.method)
 	if out.hasName {
-		h.Set(HeaderName, EncodeHeaderValue(out.name))
+		h.Set(mcp.HeaderName, mcp.EncodeHeaderValue(out.name))
 	}
 	for k, v := range out.headers {
 		h[k] = v // already canonical (paramHeaders)

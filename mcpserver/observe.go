@@ -112,10 +112,6 @@ type roundInfo struct {
 	answered Outcome // declined, cancelled, pending, accepted or ""
 }
 
-func isRoundMethod(m string) bool {
-	return m == mcp.MethodToolsCall || m == mcp.MethodPromptsGet || m == mcp.MethodResourcesRead
-}
-
 // answerRank orders the decisions an answer can carry, strongest last.
 var answerRank = map[Outcome]int{OutcomeAccepted: 1, OutcomePending: 2, OutcomeCancelled: 3, OutcomeDeclined: 4}
 

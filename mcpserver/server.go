@@ -103,7 +103,7 @@ type toolEntry struct {
 	tool    *mcp.Tool
 	handler Handler
 	opts    HandlerOptions
-	headers []HeaderParam
+	headers []mcp.HeaderParam
 }
 
 type promptEntry struct {
@@ -283,7 +283,7 @@ func (s *Server) SetCompletionHandler(h CompletionHandler) {
 
 // ToolHeaderParams returns the x-mcp-header parameters of a tool, for the
 // HTTP binding's Mcp-Param-* checks, and whether the tool exists.
-func (s *Server) ToolHeaderParams(name string) ([]HeaderParam, bool) {
+func (s *Server) ToolHeaderParams(name string) ([]mcp.HeaderParam, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	e, ok := s.toolIndex[name]
@@ -486,7 +486,7 @@ type Notifier func(n *jsonrpc.Notification) error
 func (s *Server) Serve(ctx context.Context, in *Incoming, principal string, notify Notifier) (resp *jsonrpc.Response) {
 	resp = &jsonrpc.Response{ID: in.ID}
 	var ri *roundInfo
-	if s.opts.Observer != nil && isRoundMethod(in.Method) {
+	if s.opts.Observer != nil && mcp.MRTRMethod(in.Method) {
 		ri = &roundInfo{start: time.Now(), round: -1}
 	}
 	defer func() {

@@ -15,7 +15,6 @@ package streamhttp
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -27,7 +26,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/mcp-elicit/elicit/auth"
 	"github.com/mcp-elicit/elicit/jsonrpc"
@@ -37,14 +35,6 @@ import (
 
 // DefaultMaxBodyBytes is the request body limit when Options leave it 0.
 const DefaultMaxBodyBytes = 1 << 20
-
-// Standard header names (streamable-http.mdx §Standard Request Headers).
-const (
-	HeaderProtocolVersion = "Mcp-Protocol-Version" // canonical form of MCP-Protocol-Version
-	HeaderMethod          = "Mcp-Method"
-	HeaderName            = "Mcp-Name"
-	HeaderParamPrefix     = "Mcp-Param-"
-)
 
 // Options configure a Handler. A nil *Options means the defaults.
 type Options struct {
@@ -222,22 +212,22 @@ func (h *Handler) MaxBodyBytes() int64 { return h.max }
 
 // check runs the header and metadata validation and returns the parsed request.
 func (h *Handler) check(r *http.Request, req *jsonrpc.Request) (*mcpserver.Incoming, *jsonrpc.Error) {
-	version, ok := headerValue(r.Header, HeaderProtocolVersion)
+	version, ok := headerValue(r.Header, mcp.HeaderProtocolVersion)
 	if !ok {
 		return nil, mismatch("MCP-Protocol-Version header missing, repeated or not plain ASCII")
 	}
-	method, ok := headerValue(r.Header, HeaderMethod)
+	method, ok := headerValue(r.Header, mcp.HeaderMethod)
 	if !ok {
 		return nil, mismatch("Mcp-Method header missing, repeated or not plain ASCII")
 	}
 	var name string
-	needsName := req.Method == mcp.MethodToolsCall || req.Method == mcp.MethodPromptsGet || req.Method == mcp.MethodResourcesRead
+	needsName := mcp.MRTRMethod(req.Method) // the methods with params.name or params.uri
 	if needsName {
-		raw, ok := headerValue(r.Header, HeaderName)
+		raw, ok := headerValue(r.Header, mcp.HeaderName)
 		if !ok {
 			return nil, mismatch("Mcp-Name header missing, repeated or not plain ASCII (encode other values as =?base64?…?=)")
 		}
-		if name, ok = DecodeHeaderValue(raw); !ok {
+		if name, ok = mcp.DecodeHeaderValue(raw); !ok {
 			return nil, mismatch("Mcp-Name has invalid base64")
 		}
 	}
@@ -292,23 +282,7 @@ func headerValue(hd http.Header, name string) (string, bool) {
 	return v, true
 }
 
-// DecodeHeaderValue decodes an Mcp-Name or Mcp-Param-* value: a value
-// wrapped as "=?base64?…?=" (lowercase markers) is strict standard base64
-// of UTF-8 text; anything else is literal. ok is false for invalid base64
-// or a decoded value that is not valid UTF-8 (streamable-http.mdx §Value Encoding).
-func DecodeHeaderValue(v string) (string, bool) {
-	const pre, suf = "=?base64?", "?="
-	if len(v) < len(pre)+len(suf) || !strings.HasPrefix(v, pre) || !strings.HasSuffix(v, suf) {
-		return v, true
-	}
-	b, err := base64.StdEncoding.Strict().DecodeString(v[len(pre) : len(v)-len(suf)])
-	if err != nil || !utf8.Valid(b) {
-		return "", false
-	}
-	return string(b), true
-}
-
-func checkParamHeaders(hd http.Header, params []mcpserver.HeaderParam, args json.RawMessage) *jsonrpc.Error {
+func checkParamHeaders(hd http.Header, params []mcp.HeaderParam, args json.RawMessage) *jsonrpc.Error {
 	var obj map[string]any
 	if len(args) > 0 && string(args) != "null" {
 		dec := json.NewDecoder(bytes.NewReader(args))
@@ -318,13 +292,13 @@ func checkParamHeaders(hd http.Header, params []mcpserver.HeaderParam, args json
 		}
 	}
 	for _, p := range params {
-		val, present := lookup(obj, p.Path)
-		name := HeaderParamPrefix + p.Header
+		val, present := p.Lookup(obj)
+		name := mcp.HeaderParamPrefix + p.Header
 		raw, has := headerValue(hd, name)
 		if len(hd.Values(name)) > 1 {
 			return mismatch(name + " given more than once")
 		}
-		if !present || val == nil {
+		if !present {
 			if has {
 				return mismatch(name + " given for an absent argument")
 			}
@@ -333,7 +307,7 @@ func checkParamHeaders(hd http.Header, params []mcpserver.HeaderParam, args json
 		if !has {
 			return mismatch("missing " + name + " header")
 		}
-		dv, ok := DecodeHeaderValue(raw)
+		dv, ok := mcp.DecodeHeaderValue(raw)
 		if !ok {
 			return mismatch(name + " has invalid base64")
 		}
@@ -342,20 +316,6 @@ func checkParamHeaders(hd http.Header, params []mcpserver.HeaderParam, args json
 		}
 	}
 	return nil
-}
-
-func lookup(obj map[string]any, path []string) (any, bool) {
-	var cur any = obj
-	for _, k := range path {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if cur, ok = m[k]; !ok {
-			return nil, false
-		}
-	}
-	return cur, true
 }
 
 func paramMatches(typ, header string, val any) bool {

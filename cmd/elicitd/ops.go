@@ -25,7 +25,6 @@ import (
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
 	"github.com/mcp-elicit/elicit/store"
-	"github.com/mcp-elicit/elicit/streamhttp"
 )
 
 // auditRecord is one audit line. It is built only from mcpserver.Round
@@ -285,7 +284,7 @@ func (m *metrics) instrument(next http.Handler) http.Handler {
 		switch {
 		case r.URL.Path == "/mcp":
 			label = "other"
-			if v := r.Header.Get(streamhttp.HeaderMethod); knownMethods[v] {
+			if v := r.Header.Get(mcp.HeaderMethod); knownMethods[v] {
 				label = v
 			}
 		case strings.HasPrefix(r.URL.Path, "/ui/") || strings.HasPrefix(r.URL.Path, "/connect/"):

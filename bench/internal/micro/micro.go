@@ -161,7 +161,7 @@ func ParseParams(b *testing.B) {
 func DecodeHeaderValuePlain(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, ok := streamhttp.DecodeHeaderValue(wire.FormTool); !ok {
+		if _, ok := mcp.DecodeHeaderValue(wire.FormTool); !ok {
 			b.Fatal("not ok")
 		}
 	}
@@ -172,7 +172,7 @@ func DecodeHeaderValueBase64(b *testing.B) {
 	v := "=?base64?w6ljaGFuZ2VyIGxlcyBmaWNoaWVycw==?="
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, ok := streamhttp.DecodeHeaderValue(v); !ok {
+		if _, ok := mcp.DecodeHeaderValue(v); !ok {
 			b.Fatal("not ok")
 		}
 	}
