@@ -4,13 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
-	"time"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/mcp-elicit/elicit/internal/typeschema"
 )
 
 // Problem is one reason form content does not fit its schema. Message
@@ -103,8 +101,6 @@ func (s *Schema) ValidateContent(content map[string]any) (map[string]any, error)
 	return out, nil
 }
 
-var emailRe = regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[^@\s.]+$`)
-
 func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 func plural(n int, unit string) string {
@@ -138,7 +134,7 @@ func (p *Property) check(name string, v any) *Problem {
 		if p.MaxLength != nil && n > *p.MaxLength {
 			return bad("maxLength", "must be at most "+plural(*p.MaxLength, "character"))
 		}
-		if msg := checkFormat(p.Format, s); msg != "" {
+		if msg := typeschema.CheckFormat(p.Format, s); msg != "" {
 			return bad("format", msg)
 		}
 	case "number", "integer":
@@ -184,29 +180,6 @@ func (p *Property) check(name string, v any) *Problem {
 		return bad("type", "has a type forms do not support")
 	}
 	return nil
-}
-
-func checkFormat(format, s string) string {
-	switch format {
-	case "email":
-		if !emailRe.MatchString(s) || strings.IndexFunc(s, notGraphic) >= 0 {
-			return "must be an email address"
-		}
-	case "uri":
-		u, err := url.Parse(s)
-		if err != nil || !u.IsAbs() || strings.ContainsAny(s, " \t\r\n") {
-			return "must be an absolute URI"
-		}
-	case "date":
-		if _, err := time.Parse(time.DateOnly, s); err != nil {
-			return "must be a date (YYYY-MM-DD)"
-		}
-	case "date-time":
-		if _, err := time.Parse(time.RFC3339, s); err != nil {
-			return "must be a date and time (RFC 3339, e.g. 2026-07-28T09:30:00Z)"
-		}
-	}
-	return ""
 }
 
 // normalize returns v (already checked against p) as string, float64, bool
@@ -275,7 +248,3 @@ const (
 	problemNotObject = "the answer's content is not an object"
 	problemBadAction = "the answer has no known action (accept, decline or cancel)"
 )
-
-// notGraphic reports runes no address holds: controls, format characters
-// (bidi overrides, zero-width), separators and spaces of every kind.
-func notGraphic(r rune) bool { return !unicode.IsGraphic(r) || unicode.IsSpace(r) }

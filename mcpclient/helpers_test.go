@@ -129,6 +129,7 @@ func newServer(t *testing.T, opts *mcpserver.Options) (*httptest.Server, *record
 		func(ctx context.Context, r *mcpserver.Request) (mcpserver.Reply, error) {
 			var a struct {
 				Text string `json:"text"`
+				N    any    `json:"n"` // TestArgumentsMustBeAnObject sends it
 			}
 			if err := r.BindArguments(&a); err != nil {
 				return nil, err

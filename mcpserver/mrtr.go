@@ -399,17 +399,17 @@ func (r *Request) Log(level string, data any) error {
 	return r.notify(&jsonrpc.Notification{Method: mcp.NotificationMessage, Params: map[string]any{"level": level, "data": data}})
 }
 
-// BindArguments decodes the arguments into v (absent arguments decode as {}).
-// A mismatch is a -32602 error to return as is.
+// BindArguments decodes the arguments into v (absent arguments decode as
+// {}). Member names match exactly, and a member v does not have, a
+// repeated member or a value of the wrong type is a -32602 error naming
+// the member, to return as is. A typed tool (AddTool) needs none of this:
+// its handler gets the arguments decoded and checked against its schema.
 func (r *Request) BindArguments(v any) error {
 	raw := r.Arguments
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = json.RawMessage("{}")
 	}
-	if err := jsonv2.Unmarshal(raw, v); err != nil {
-		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: arguments: %s", jsonProblem(err))
-	}
-	return nil
+	return bindStrict(raw, v)
 }
 
 func (s *Server) serveMRTR(ctx context.Context, in *Incoming, principal string, notify Notifier, h Handler, o HandlerOptions, vars map[string]string, ri *roundInfo) (any, error) {

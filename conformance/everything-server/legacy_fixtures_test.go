@@ -51,8 +51,8 @@ func TestLegacyFixtures(t *testing.T) {
 // error").
 func TestLegacyFixturesNeedCapabilities(t *testing.T) {
 	c := newTester(t)
-	for _, tool := range []string{"test_sampling", "test_elicitation"} {
-		if code := c.tool(capsNone, tool, map[string]any{"arguments": obj(`{"prompt":"x","message":"y"}`)}).errorCode(t); code != mcp.CodeMissingRequiredClientCapability {
+	for tool, args := range map[string]string{"test_sampling": `{"prompt":"x"}`, "test_elicitation": `{"message":"y"}`} {
+		if code := c.tool(capsNone, tool, map[string]any{"arguments": obj(args)}).errorCode(t); code != mcp.CodeMissingRequiredClientCapability {
 			t.Errorf("%s without capabilities: error %d", tool, code)
 		}
 	}
