@@ -27,16 +27,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	jsonv2 "github.com/go-json-experiment/json"
 	"log/slog"
-	"regexp"
 	"strings"
 	"time"
 	"unicode"
 
 	"github.com/mcp-elicit/elicit/connect"
 	"github.com/mcp-elicit/elicit/elicit"
-	"github.com/mcp-elicit/elicit/jsonrpc"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
 	"github.com/mcp-elicit/elicit/store"
@@ -91,11 +88,6 @@ const (
 // MaxLabelLen is the longest label, in characters.
 const MaxLabelLen = 80
 
-// Datasets export_report can prepare.
-var Datasets = []string{"sales", "support", "usage"}
-
-var periodRe = regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2]|Q[1-4])$`)
-
 // exportForm asks the detail level and a label (seed 002: bounded choice,
 // length guidance).
 var exportForm = mustForm(
@@ -111,10 +103,6 @@ var exportForm = mustForm(
 var confirmForm = mustForm(
 	elicit.Boolean("send").Title("Send it now").Description("Tick to send this draft to the recipient named above.").Required(),
 )
-
-// recipientSchema checks send_report's recipient argument with the same
-// email rule as form answers.
-var recipientSchema = mustForm(elicit.String("recipient").Format(elicit.FormatEmail).MaxLength(254).Required())
 
 func mustForm(fields ...*elicit.Field) *elicit.Schema {
 	s, err := elicit.FormSchema(fields...)
@@ -142,98 +130,55 @@ func New(flows *connect.Service, ledger store.Ledger, logger *slog.Logger) *App 
 	return &App{ledger: ledger, flows: flows, log: logger}
 }
 
-// Register adds export_report, send_report and list_drafts to s.
+// Register adds export_report, send_report and list_drafts to s. Their
+// input schemas are inferred from exportArgs, sendArgs and struct{}, and
+// the library refuses arguments that do not fit them (-32602) before a
+// handler runs.
 func (a *App) Register(s *mcpserver.Server) {
 	restart := &mcpserver.HandlerOptions{RestartStale: true}
-	s.AddToolWith(&mcp.Tool{
+	mcpserver.AddToolWith(s, &mcp.Tool{
 		Name:  ToolExport,
 		Title: "Export report (prepare a draft)",
 		Description: "Prepare a draft report for a period and dataset. Asks the user, in a form, for the detail level and a label. " +
 			"Preparing a draft does not send it; use send_report for that.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{` +
-			`"period":{"type":"string","description":"YYYY-MM or YYYY-Qn, e.g. 2026-Q2","pattern":"^[0-9]{4}-(0[1-9]|1[0-2]|Q[1-4])$"},` +
-			`"dataset":{"type":"string","enum":["sales","support","usage"]}},` +
-			`"required":["period","dataset"],"additionalProperties":false}`),
-	}, a.exportReport, restart)
-	s.AddToolWith(&mcp.Tool{
+	}, func(ctx context.Context, req *mcpserver.Request, args exportArgs) (mcpserver.Reply, any, error) {
+		r, err := a.exportReport(ctx, req, &args)
+		return r, nil, err
+	}, restart)
+	mcpserver.AddToolWith(s, &mcp.Tool{
 		Name:  ToolSend,
 		Title: "Send report",
 		Description: "Send a prepared draft to a recipient. Needs the user's reporting account connected (the user does it on the " +
 			"server's own page) and the user's explicit confirmation naming the draft and the recipient.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{` +
-			`"draft_id":{"type":"string"},"recipient":{"type":"string","format":"email"}},` +
-			`"required":["draft_id","recipient"],"additionalProperties":false}`),
-	}, a.sendReport, restart)
+	}, func(ctx context.Context, req *mcpserver.Request, args sendArgs) (mcpserver.Reply, any, error) {
+		r, err := a.sendReport(ctx, req, &args)
+		return r, nil, err
+	}, restart)
 	readOnly := true
-	s.AddTool(&mcp.Tool{
+	mcpserver.AddTool(s, &mcp.Tool{
 		Name:        ToolList,
 		Title:       "List drafts",
 		Description: "List the user's report drafts and whether each was sent.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: &readOnly},
-	}, a.listDrafts)
+	}, func(ctx context.Context, req *mcpserver.Request, _ struct{}) (mcpserver.Reply, any, error) {
+		r, err := a.listDrafts(ctx, req)
+		return r, nil, err
+	})
 }
 
 // ---- arguments ----
 
+// exportArgs are export_report's arguments; the tags are its input schema.
 type exportArgs struct {
-	Period  string `json:"period"`
-	Dataset string `json:"dataset"`
+	Period  string `json:"period" description:"YYYY-MM or YYYY-Qn, e.g. 2026-Q2" pattern:"^[0-9]{4}-(0[1-9]|1[0-2]|Q[1-4])$"`
+	Dataset string `json:"dataset" enum:"sales|support|usage"`
 }
 
+// sendArgs are send_report's arguments. A draft id is at most
+// store.MaxRecordIDLen (128) long.
 type sendArgs struct {
-	DraftID   string `json:"draft_id"`
-	Recipient string `json:"recipient"`
-}
-
-func invalidArgs(format string, args ...any) error {
-	return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: "+format, args...)
-}
-
-// bindStrict decodes the arguments, refusing unknown ones.
-func bindStrict(req *mcpserver.Request, v any) error {
-	raw := req.Arguments
-	if len(raw) == 0 || string(raw) == "null" {
-		raw = json.RawMessage("{}")
-	}
-	// json v2: member names match exactly ("Recipient" is not
-	// "recipient"), duplicates and unknown members are refused.
-	if err := jsonv2.Unmarshal(raw, v, jsonv2.RejectUnknownMembers(true)); err != nil {
-		return invalidArgs("arguments do not match the tool's input schema")
-	}
-	return nil
-}
-
-func (a *App) bindExport(req *mcpserver.Request) (*exportArgs, error) {
-	var args exportArgs
-	if err := bindStrict(req, &args); err != nil {
-		return nil, err
-	}
-	if !periodRe.MatchString(args.Period) {
-		return nil, invalidArgs("period must be YYYY-MM or YYYY-Qn")
-	}
-	known := false
-	for _, d := range Datasets {
-		known = known || d == args.Dataset
-	}
-	if !known {
-		return nil, invalidArgs("dataset must be one of %s", strings.Join(Datasets, ", "))
-	}
-	return &args, nil
-}
-
-func (a *App) bindSend(req *mcpserver.Request) (*sendArgs, error) {
-	var args sendArgs
-	if err := bindStrict(req, &args); err != nil {
-		return nil, err
-	}
-	if args.DraftID == "" || len(args.DraftID) > store.MaxRecordIDLen {
-		return nil, invalidArgs("draft_id is required")
-	}
-	if err := recipientSchema.Validate(map[string]any{"recipient": args.Recipient}); err != nil {
-		return nil, invalidArgs("recipient must be an email address")
-	}
-	return &args, nil
+	DraftID   string `json:"draft_id" minLength:"1" maxLength:"128"`
+	Recipient string `json:"recipient" format:"email" maxLength:"254"`
 }
 
 // ---- display ----
@@ -358,11 +303,7 @@ func restartNote(r mcpserver.RestartReason) string {
 
 // ---- export_report ----
 
-func (a *App) exportReport(ctx context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
-	args, err := a.bindExport(req)
-	if err != nil {
-		return nil, err
-	}
+func (a *App) exportReport(ctx context.Context, req *mcpserver.Request, args *exportArgs) (mcpserver.Reply, error) {
 	if req.Principal == "" {
 		return mcpserver.ToolError(TextSignIn), nil
 	}
@@ -457,11 +398,7 @@ func (a *App) loadDraft(ctx context.Context, principal, id string) (*store.Recor
 	return r, &d, nil
 }
 
-func (a *App) sendReport(ctx context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
-	args, err := a.bindSend(req)
-	if err != nil {
-		return nil, err
-	}
+func (a *App) sendReport(ctx context.Context, req *mcpserver.Request, args *sendArgs) (mcpserver.Reply, error) {
 	if req.Principal == "" {
 		return mcpserver.ToolError(TextSignIn), nil
 	}
@@ -615,10 +552,6 @@ func (a *App) send(ctx context.Context, req *mcpserver.Request, args *sendArgs, 
 // ---- list_drafts ----
 
 func (a *App) listDrafts(ctx context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
-	var none struct{}
-	if err := bindStrict(req, &none); err != nil {
-		return nil, err
-	}
 	if req.Principal == "" {
 		return mcpserver.ToolError(TextSignIn), nil
 	}

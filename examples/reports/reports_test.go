@@ -1,13 +1,19 @@
 package reports
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/mcp-elicit/elicit/elicit"
+	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/mcpclient"
 	"github.com/mcp-elicit/elicit/mcpserver"
+	"github.com/mcp-elicit/elicit/streamhttp"
 )
 
 // A label is shown as a JSON string literal: it cannot end the quote, add
@@ -33,9 +39,6 @@ func TestForms(t *testing.T) {
 		{"no detail", exportForm, map[string]any{"label": "x"}, false},
 		{"confirm", confirmForm, map[string]any{"send": true}, true},
 		{"confirm as text", confirmForm, map[string]any{"send": "yes"}, false},
-		{"recipient", recipientSchema, map[string]any{"recipient": "bob@example.com"}, true},
-		{"recipient not email", recipientSchema, map[string]any{"recipient": "bob"}, false},
-		{"recipient empty", recipientSchema, map[string]any{"recipient": ""}, false},
 	}
 	for _, tt := range tests {
 		if err := tt.schema.Validate(tt.content); (err == nil) != tt.ok {
@@ -45,14 +48,6 @@ func TestForms(t *testing.T) {
 	var raw map[string]any
 	if err := json.Unmarshal(exportForm.JSON(), &raw); err != nil || raw["required"] == nil {
 		t.Fatalf("export form JSON: %s", exportForm.JSON())
-	}
-}
-
-func TestPeriods(t *testing.T) {
-	for p, ok := range map[string]bool{"2026-Q2": true, "2026-01": true, "2026-12": true, "2026-13": false, "2026-Q5": false, "26-Q1": false, "2026-Q1 ": false, "": false} {
-		if periodRe.MatchString(p) != ok {
-			t.Errorf("period %q: match = %v", p, !ok)
-		}
 	}
 }
 
@@ -69,21 +64,50 @@ func TestQuoteShowsFormatCharacters(t *testing.T) {
 	}
 }
 
-// Argument names match exactly: a "Recipient" beside "recipient" must not
-// pick the address a gateway or policy did not see.
-func TestBindStrictIsCaseSensitive(t *testing.T) {
-	for _, raw := range []string{
-		`{"draft_id":"d_1","recipient":"bob@example.com","Recipient":"eve@evil.example"}`,
-		`{"DRAFT_ID":"d_1","recipient":"bob@example.com"}`,
-		`{"draft_id":"d_1","recipient":"bob@example.com","recipient":"eve@evil.example"}`,
-	} {
-		var a sendArgs
-		if err := bindStrict(&mcpserver.Request{Arguments: json.RawMessage(raw)}, &a); err == nil {
-			t.Errorf("%s bound as %+v", raw, a)
-		}
+// The tools' arguments are checked by the library against the schemas
+// inferred from exportArgs and sendArgs, before a handler runs: names
+// match exactly (a "Recipient" beside "recipient" must not pick the address
+// a gateway or policy did not see), the period follows its pattern, the
+// dataset is one of the list, the recipient is an email address.
+func TestArguments(t *testing.T) {
+	s := mcpserver.New(mcp.Implementation{Name: "reports", Version: "1"}, nil)
+	New(nil, nil, nil).Register(s)
+	srv := httptest.NewServer(streamhttp.NewHandler(s, nil))
+	defer srv.Close()
+	c := mcpclient.New(srv.URL, nil)
+	tests := []struct {
+		tool, args string
+		ok         bool
+	}{
+		{ToolExport, `{"period":"2026-Q2","dataset":"sales"}`, true},
+		{ToolExport, `{"period":"2026-01","dataset":"usage"}`, true},
+		{ToolExport, `{"period":"2026-12","dataset":"support"}`, true},
+		{ToolExport, `{"period":"2026-13","dataset":"sales"}`, false},
+		{ToolExport, `{"period":"2026-Q5","dataset":"sales"}`, false},
+		{ToolExport, `{"period":"26-Q1","dataset":"sales"}`, false},
+		{ToolExport, `{"period":"2026-Q1 ","dataset":"sales"}`, false},
+		{ToolExport, `{"period":"","dataset":"sales"}`, false},
+		{ToolExport, `{"period":"2026-Q1","dataset":"secrets"}`, false},
+		{ToolExport, `{"period":"2026-Q1"}`, false},
+		{ToolSend, `{"draft_id":"d_1","recipient":"bob@example.com"}`, true},
+		{ToolSend, `{"draft_id":"d_1","recipient":"bob@example.com","Recipient":"eve@evil.example"}`, false},
+		{ToolSend, `{"DRAFT_ID":"d_1","recipient":"bob@example.com"}`, false},
+		{ToolSend, `{"draft_id":"d_1","recipient":"bob"}`, false},
+		{ToolSend, `{"draft_id":"d_1","recipient":""}`, false},
+		{ToolSend, `{"draft_id":"","recipient":"bob@example.com"}`, false},
+		{ToolList, `{}`, true},
+		{ToolList, `{"all":true}`, false},
 	}
-	var a sendArgs
-	if err := bindStrict(&mcpserver.Request{Arguments: json.RawMessage(`{"draft_id":"d_1","recipient":"bob@example.com"}`)}, &a); err != nil || a.Recipient != "bob@example.com" {
-		t.Fatalf("plain arguments: %+v %v", a, err)
+	for _, tt := range tests {
+		res, err := c.CallTool(context.Background(), tt.tool, json.RawMessage(tt.args))
+		var rpc *mcpclient.RPCError
+		switch {
+		case tt.ok && (err != nil || res.Content[0].Text != TextSignIn):
+			// Without a signed-in user, valid arguments get as far as the
+			// sign-in check.
+			t.Errorf("%s %s: %+v %v", tt.tool, tt.args, res, err)
+		case !tt.ok && (!errors.As(err, &rpc) || rpc.Code != -32602):
+			t.Errorf("%s %s: %+v %v, want -32602", tt.tool, tt.args, res, err)
+		}
 	}
 }
