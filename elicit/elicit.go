@@ -1,16 +1,44 @@
-// Package elicit builds and checks elicitation requests and reads their
-// answers (MCP 2026-07-28 client/elicitation.mdx; wire.md §6):
+// Package elicit builds the questions an MCP 2026-07-28 server asks the
+// user through elicitation, and reads the answers
+// (client/elicitation.mdx).
 //
-//   - form schemas: a builder for every primitive the spec allows
-//     (FormSchema with String, Number, Integer, Boolean, Enum, TitledEnum,
-//     MultiEnum, TitledMultiEnum), and ParseSchema for raw JSON; both
-//     refuse anything that is not a flat primitive (ELI-S-06) and any field
-//     that looks like a secret (ELI-S-01);
-//   - server-side validation of accepted form answers against the schema
+// # Typed forms
+//
+// FormFor builds a form-mode requestedSchema from a struct type, one
+// property per field, and Decode reads an answer as that type, with its
+// outcome:
+//
+//	type Options struct {
+//		Detail string `json:"detail" title:"Detail level" enum:"summary|detailed" enumTitles:"Summary|Detailed"`
+//		Label  string `json:"label" title:"Label" minLength:"1" maxLength:"80"`
+//	}
+//
+//	// In an mcpserver handler:
+//	switch a := elicit.Decode[Options](req.Elicitation("options")); a.Outcome {
+//	case elicit.Accepted:
+//		// use a.Value.Detail and a.Value.Label
+//	case elicit.Declined, elicit.Cancelled:
+//		// the user said no, or dismissed the question: distinct outcomes
+//	default:
+//		return mcpserver.Ask().ElicitFormSchema("options", "Choose the report options.", elicit.MustFormFor[Options]()), nil, nil
+//	}
+//
+// Form mode carries flat primitives only (ELI-S-06) and never secrets
+// (ELI-S-01): FormFor refuses nested structs, maps, lists of objects and
+// fields that look like passwords, API keys, tokens or card data when the
+// form is built. Secrets go through URL mode, on the server's own page
+// (ELI-S-02).
+//
+// # Building blocks
+//
+//   - FormSchema with String, Number, Integer, Boolean, Enum, TitledEnum,
+//     MultiEnum and TitledMultiEnum builds a form field by field, and
+//     ParseSchema checks a raw requestedSchema, with the same rules;
+//   - Schema.ValidateContent checks an accepted answer against the schema
 //     that was asked (ELI-S-07), dropping keys the schema does not name;
-//   - URL-mode request checks (CheckURL);
-//   - typed outcomes: accepted, declined, cancelled, missing, invalid
-//     (ELI-S-08).
+//   - DecodeAnswer reads one raw answer as a typed Answer: accepted,
+//     declined, cancelled, missing or invalid (ELI-S-08);
+//   - CheckURL applies the rules for a URL-mode elicitation URL.
 //
 // # The secret guard
 //

@@ -2,7 +2,11 @@
 // constants: request metadata, capabilities, server/discover, tools,
 // prompts, resources, completion, the multi round-trip (MRTR) types
 // InputRequiredResult / InputRequests / InputResponses, elicitation,
-// sampling and roots, and the protocol error codes. It does no I/O.
+// sampling and roots, and the protocol error codes. It also holds the
+// Streamable HTTP wire rules that servers and clients share, so both sides
+// apply the same ones: the standard header names and the header value
+// codec, the x-mcp-header rules of a tool's inputSchema
+// (ToolHeaderParams), and the set of MRTR methods. It does no I/O.
 //
 // Field and type names follow schema/2026-07-28/schema.ts.
 package mcp

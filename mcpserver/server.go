@@ -1,10 +1,66 @@
-// Package mcpserver is an MCP 2026-07-28 server: a registry of tools,
-// prompts and resources, server/discover, request dispatch, and the multi
-// round-trip (MRTR) API for handlers, with requestState sealing, the client
-// capability gate (-32021) and answer validation done by the library.
+// Package mcpserver is an MCP 2026-07-28 server whose tools, prompts and
+// resources can ask the user something in the middle of a request (multi
+// round-trip requests, basic/patterns/mrtr.mdx), with the safety work done
+// by the library: requestState sealed and bound to the user and the
+// request, the client capability gate (-32021), answers checked against
+// the question, repeated prompting limited, decline and cancel kept apart.
 //
-// The server is transport-neutral and stateless: nothing is kept in memory
-// between rounds. The streamhttp package serves it over Streamable HTTP.
+// # Typed tools
+//
+// AddTool registers a tool whose input and output schemas are inferred
+// from Go types, refined by struct tags. The handler gets its arguments
+// decoded and checked, and returns a result, or an InputRequired built with
+// Ask when it needs the user first:
+//
+//	type Who struct {
+//		Name string `json:"name" title:"Your name" minLength:"1"`
+//	}
+//
+//	func greet(ctx context.Context, req *mcpserver.Request, _ struct{}) (mcpserver.Reply, any, error) {
+//		switch a := elicit.Decode[Who](req.Elicitation("who")); a.Outcome {
+//		case elicit.Accepted:
+//			return mcpserver.Text("Hello, " + a.Value.Name + "!"), nil, nil
+//		case elicit.Declined, elicit.Cancelled:
+//			return mcpserver.ToolError("No name, no greeting."), nil, nil
+//		}
+//		return mcpserver.Ask().ElicitFormSchema("who", "What is your name?", elicit.MustFormFor[Who]()), nil, nil
+//	}
+//
+//	s := mcpserver.New(mcp.Implementation{Name: "greeter", Version: "1.0.0"}, nil)
+//	mcpserver.AddTool(s, &mcp.Tool{Name: "greet", Description: "Greets the user by name."}, greet)
+//	http.ListenAndServe("127.0.0.1:8080", streamhttp.NewHandler(s, nil))
+//
+// With a struct as the second result type instead of any, the tool
+// declares an outputSchema and a nil Reply sends that value as
+// structuredContent (see ToolHandlerFor).
+//
+// # Asking the user
+//
+// A handler asks by returning Ask() with one or more input requests under
+// keys of its choosing: ElicitFormSchema (a form built with elicit.FormFor
+// or elicit.FormSchema), ElicitForm (raw JSON), ElicitURL (a page of the
+// server's own, for what must not pass through the client), Sample and
+// ListRoots. The client answers and calls again; the handler then runs
+// again from the top, with the same arguments, and reads each answer with
+// Request.Elicitation (elicit.Decode[T] for a typed form), Request.Sampling
+// or Request.Roots. Nothing stays in server memory between rounds: what
+// earlier rounds decided travels in the sealed state (InputRequired.
+// WithState, Request.State), so any instance can serve the next round. The
+// library refuses to ask what the client did not declare (-32021), asks an
+// invalid form answer again with the reason (at most MaxReasks times),
+// refuses to ask again after a decline or a cancel, and caps the rounds
+// (Options.MaxRounds).
+//
+// # Raw handlers
+//
+// Server.AddTool takes a hand-written inputSchema and a Handler that reads
+// its arguments with Request.BindArguments (strict: unknown members are
+// refused) and answers with a Reply (Text, ToolResult, ToolError, or an
+// InputRequired). Prompts and resources use the same Handler.
+//
+// The server is transport-neutral and stateless. The streamhttp package
+// serves it over Streamable HTTP; Parse and Serve are the plumbing a
+// transport uses.
 package mcpserver
 
 import (

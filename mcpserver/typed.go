@@ -26,7 +26,9 @@ import (
 //     ignored; the handler runs again on the retry, with the same in;
 //   - ToolError(text): the tool failed (isError), and out is ignored;
 //   - Text or ToolResult: a complete result with that content, and out as
-//     structuredContent (the reply itself must not set it).
+//     structuredContent (the reply itself must not set it). When Out is an
+//     interface type (no outputSchema), the reply is sent as it is, and a
+//     non-nil out becomes its structuredContent.
 //
 // An error is handled as for Handler: a *jsonrpc.Error goes to the client
 // as is, any other becomes -32603 and is logged.
