@@ -92,10 +92,9 @@ func compileSchema(s *jsonschema.Schema) (*node, error) {
 	return n, nil
 }
 
-// problem is one reason an argument does not fit.
-type problem struct {
-	path, rule, msg string
-}
+// problem is one reason a value does not fit, in words for the client:
+// the member's path and the rule, never the value.
+type problem string
 
 // maxProblems bounds what one error lists.
 const maxProblems = 5
@@ -107,7 +106,7 @@ func joinProblems(ps []problem) string {
 			msgs = append(msgs, fmt.Sprintf("and %d more", len(ps)-i))
 			break
 		}
-		msgs = append(msgs, p.msg)
+		msgs = append(msgs, string(p))
 	}
 	return strings.Join(msgs, "; ")
 }
@@ -151,12 +150,12 @@ func (n *node) validate(v any, path string, filled *bool) []problem {
 		return nil
 	}
 	var probs []problem
-	bad := func(rule, format string, args ...any) []problem {
+	bad := func(format string, args ...any) []problem {
 		name := path
 		if name == "" {
 			name = "arguments"
 		}
-		return append(probs, problem{path, rule, strconv.Quote(name) + " " + fmt.Sprintf(format, args...)})
+		return append(probs, problem(strconv.Quote(name)+" "+fmt.Sprintf(format, args...)))
 	}
 	if n.types != nil {
 		got, ok := jsonType(v), false
@@ -170,7 +169,7 @@ func (n *node) validate(v any, path string, filled *bool) []problem {
 					want = append(want, typeWords[t])
 				}
 			}
-			return bad("type", "must be %s", strings.Join(want, " or "))
+			return bad("must be %s", strings.Join(want, " or "))
 		}
 	}
 	if n.enum != nil {
@@ -179,7 +178,7 @@ func (n *node) validate(v any, path string, filled *bool) []problem {
 			found = found || e == v
 		}
 		if !found {
-			return bad("enum", "must be one of %s", enumList(n.enum))
+			return bad("must be one of %s", enumList(n.enum))
 		}
 	}
 	switch x := v.(type) {
@@ -187,28 +186,28 @@ func (n *node) validate(v any, path string, filled *bool) []problem {
 		count := utf8.RuneCountInString(x)
 		switch {
 		case n.minLen != nil && count < *n.minLen:
-			return bad("minLength", "must be at least %s", plural(*n.minLen, "character"))
+			return bad("must be at least %s", plural(*n.minLen, "character"))
 		case n.maxLen != nil && count > *n.maxLen:
-			return bad("maxLength", "must be at most %s", plural(*n.maxLen, "character"))
+			return bad("must be at most %s", plural(*n.maxLen, "character"))
 		case n.pattern != nil && !n.pattern.MatchString(x):
-			return bad("pattern", "must match the pattern %s", n.pattern)
+			return bad("must match the pattern %s", n.pattern)
 		}
 		if msg := typeschema.CheckFormat(n.format, x); msg != "" {
-			return bad("format", "%s", msg)
+			return bad("%s", msg)
 		}
 	case float64:
 		switch {
 		case n.min != nil && x < *n.min:
-			return bad("minimum", "must be at least %s", strconv.FormatFloat(*n.min, 'f', -1, 64))
+			return bad("must be at least %s", strconv.FormatFloat(*n.min, 'f', -1, 64))
 		case n.max != nil && x > *n.max:
-			return bad("maximum", "must be at most %s", strconv.FormatFloat(*n.max, 'f', -1, 64))
+			return bad("must be at most %s", strconv.FormatFloat(*n.max, 'f', -1, 64))
 		}
 	case []any:
 		switch {
 		case n.minItems != nil && len(x) < *n.minItems:
-			return bad("minItems", "must have at least %s", plural(*n.minItems, "item"))
+			return bad("must have at least %s", plural(*n.minItems, "item"))
 		case n.maxItems != nil && len(x) > *n.maxItems:
-			return bad("maxItems", "must have at most %s", plural(*n.maxItems, "item"))
+			return bad("must have at most %s", plural(*n.maxItems, "item"))
 		}
 		for i, it := range x {
 			probs = append(probs, n.items.validate(it, fmt.Sprintf("%s[%d]", path, i), filled)...)
@@ -223,14 +222,14 @@ func (n *node) validate(v any, path string, filled *bool) []problem {
 		}
 		for _, name := range n.required {
 			if _, ok := x[name]; !ok {
-				probs = append(probs, problem{member(path, name), "required", strconv.Quote(member(path, name)) + " is required"})
+				probs = append(probs, problem(strconv.Quote(member(path, name))+" is required"))
 			}
 		}
 		for _, name := range sortedKeys(x) {
 			if p, ok := n.props[name]; ok {
 				probs = append(probs, p.validate(x[name], member(path, name), filled)...)
 			} else if n.closed {
-				probs = append(probs, problem{member(path, name), "unknown", strconv.Quote(member(path, name)) + " is not a known argument"})
+				probs = append(probs, problem(strconv.Quote(member(path, name))+" is not a known argument"))
 			} else if n.values != nil {
 				probs = append(probs, n.values.validate(x[name], member(path, name), filled)...)
 			}

@@ -329,7 +329,8 @@ func (r *Request) Require(need mcp.ClientCapabilities) error {
 // name are dropped, and an answer that does not fit reads as Invalid with
 // Problem saying what was wrong; asking the key again then carries that
 // problem to the user (see InputRequired). Decline and cancel are never
-// validated.
+// validated. For a form built with elicit.FormFor[T], elicit.Decode[T]
+// reads the answer as a T.
 func (r *Request) Elicitation(key string) elicit.Answer {
 	is, ok := r.issued[key]
 	if !ok || (is.kind != kindForm && is.kind != kindURL) {
