@@ -19,9 +19,9 @@ const maxSafeInteger = 1<<53 - 1
 
 // paramHeaders returns the Mcp-Param-* headers for args, a JSON object
 // (HTTP-C-11): one per parameter whose argument is present and not null,
-// encoded with mcp.EncodeHeaderValue. An argument that cannot be mirrored (an object, a
-// fraction, an integer beyond ±(2^53−1)) is an error: the server would
-// refuse the call.
+// encoded with mcp.EncodeHeaderValue. An argument that cannot be mirrored
+// (an object, a fraction, an integer beyond ±(2^53−1)) is an error: the
+// server would refuse the call.
 func paramHeaders(params []mcp.HeaderParam, args json.RawMessage) (http.Header, error) {
 	if len(params) == 0 {
 		return nil, nil
