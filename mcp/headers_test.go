@@ -165,3 +165,30 @@ func FuzzDecodeHeaderValue(f *testing.F) {
 		}
 	})
 }
+
+// Whatever schema a server lists, ToolHeaderParams never panics, and what
+// it returns keeps the rules a client relies on to send the headers.
+func FuzzToolHeaderParams(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"object","properties":{"r":{"type":"string","x-mcp-header":"Region"}}}`,
+		`{"type":"object","properties":{"a":{"type":"array","items":{"type":"string","x-mcp-header":"A"}}}}`,
+		`{"properties":{"a":{"properties":{"b":{"type":"integer","x-mcp-header":"B"}}}}}`,
+		`[{"x-mcp-header":"x"}]`, `{"x-mcp-header":1}`, `null`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, schema string) {
+		params, err := ToolHeaderParams(json.RawMessage(schema))
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, p := range params {
+			lower := strings.ToLower(p.Header)
+			if !ValidHeaderName(p.Header) || seen[lower] || len(p.Path) == 0 || (p.Type != "string" && p.Type != "integer" && p.Type != "boolean") {
+				t.Fatalf("%s: bad parameter %+v", schema, p)
+			}
+			seen[lower] = true
+		}
+	})
+}
