@@ -17,6 +17,17 @@
 // cannot finish, a control that was itself refused) are "could not test",
 // with the reason.
 //
+// The checker completes no effect unless Config.AllowEffects says so: by
+// default it never sends an answer that could complete the tool (an
+// accept with valid form content, or the plain answer of a sampling or
+// roots request); it declines, cancels, tampers, and accepts URL-mode
+// requests, which is consent only and which no safe server takes as
+// completion. The control is then a decline or a cancel, and the cases
+// that need an operation completed with accept are "not run". The report
+// says what the checker did and what it left behind (Report.Effects),
+// next to the tool's annotations, which it reports but does not rely on:
+// they are hints from the server under test.
+//
 // The checker talks to the server through mcpclient.SendRaw (its own
 // capabilities per request, hand-made answers, altered states) and fetches
 // URL-mode links with no cookies, following redirects only within the
@@ -59,6 +70,9 @@ const (
 	// CouldNotTest: the case applies but its evidence could not be
 	// obtained; Observed says why.
 	CouldNotTest Verdict = "could not test"
+	// NotRun: the case needs an operation completed with accept, which
+	// would run the tool's effect, and Config.AllowEffects is false.
+	NotRun Verdict = "not run"
 )
 
 // Case ids, in the order they run and are reported.
@@ -106,6 +120,27 @@ type Summary struct {
 	Fail          int `json:"fail"`
 	NotApplicable int `json:"notApplicable"`
 	CouldNotTest  int `json:"couldNotTest"`
+	NotRun        int `json:"notRun"`
+}
+
+// Effects is what the checker's calls did on the server and left behind.
+type Effects struct {
+	// Allowed is Config.AllowEffects: whether answers that could complete
+	// the tool were sent.
+	Allowed bool `json:"allowed"`
+	// Annotations are the checked tool's hints as tools/list gave them
+	// (nil: none). They are reported, not relied on.
+	Annotations *mcp.ToolAnnotations `json:"annotations,omitempty"`
+	// Calls counts the tools/call requests for the checked tool; Started
+	// counts those that were first calls (each begins an operation).
+	Calls   int `json:"calls"`
+	Started int `json:"started"`
+	// Completed holds the text of every successful complete result the
+	// checked tool gave (clipped, secrets redacted): each is an operation
+	// that may have had the tool's effect.
+	Completed []string `json:"completed"`
+	// OtherCalls counts the calls of other tools (replay-other-tool), by name.
+	OtherCalls map[string]int `json:"otherCalls,omitempty"`
 }
 
 // Report is the outcome of one Run.
@@ -121,6 +156,8 @@ type Report struct {
 	DiscoveryError string `json:"discoveryError,omitempty"`
 	// ProtocolVersion is the version the checker spoke.
 	ProtocolVersion string `json:"protocolVersion"`
+	// Effects says what the checker did and left behind.
+	Effects Effects `json:"effects"`
 	// Results has one entry per case, in the order of the Case constants.
 	Results []Result `json:"results"`
 	// Summary counts Results by verdict.
@@ -155,6 +192,8 @@ func (r *Report) add(res Result) {
 		r.Summary.Fail++
 	case NotApplicable:
 		r.Summary.NotApplicable++
+	case NotRun:
+		r.Summary.NotRun++
 	default:
 		r.Summary.CouldNotTest++
 	}
@@ -166,8 +205,11 @@ func (r *Report) add(res Result) {
 // is and decodes to the same values.
 func (r *Report) WriteJSON(w io.Writer) error { return termtext.WriteJSON(w, r) }
 
-// WriteText writes the report as a table: one block per case with its
-// verdict, expectation and observation, then the counts.
+// WriteText writes the report as a table: what the checker did and left
+// behind (Effects), one block per case with its verdict, expectation and
+// observation, then the counts. Cases with the same verdict and
+// observation (every case, when the tool asked nothing) are one block
+// naming them all.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	server := "server did not name itself"
@@ -178,19 +220,110 @@ func (r *Report) WriteText(w io.Writer) error {
 		server = r.Server.Name + " " + r.Server.Version
 	}
 	fmt.Fprintf(&b, "elicit check %s  tool %s  (%s, protocol %s)\n\n", escapeText(r.URL), escapeText(r.Tool), clipEscape(server, 160), escapeText(r.ProtocolVersion))
+	r.Effects.write(&b, escapeText(r.Tool))
+	b.WriteString("\n")
 	width := 0
 	for _, res := range r.Results {
 		width = max(width, len(res.ID))
 	}
+	type group struct {
+		first Result
+		ids   []string
+	}
+	var groups []*group
+	byText := map[[2]string]*group{}
 	for _, res := range r.Results {
-		fmt.Fprintf(&b, "%-*s  %-14s  expect:   %s\n", width, res.ID, strings.ToUpper(string(res.Verdict)), res.Expectation)
-		fmt.Fprintf(&b, "%-*s  %-14s  observed: %s\n", width, "", "", escapeText(res.Observed))
+		k := [2]string{string(res.Verdict), res.Observed}
+		if g := byText[k]; g != nil {
+			g.ids = append(g.ids, res.ID)
+			continue
+		}
+		g := &group{first: res, ids: []string{res.ID}}
+		byText[k] = g
+		groups = append(groups, g)
+	}
+	for _, g := range groups {
+		res := g.first
+		if len(g.ids) == 1 {
+			fmt.Fprintf(&b, "%-*s  %-14s  expect:   %s\n", width, res.ID, strings.ToUpper(string(res.Verdict)), res.Expectation)
+			fmt.Fprintf(&b, "%-*s  %-14s  observed: %s\n", width, "", "", escapeText(res.Observed))
+			continue
+		}
+		names := strings.Join(g.ids, ", ")
+		if len(g.ids) == len(r.Results) {
+			names = "every case"
+		}
+		fmt.Fprintf(&b, "%d cases: %s\n", len(g.ids), names)
+		fmt.Fprintf(&b, "%-*s  %-14s  observed: %s\n", width, "", strings.ToUpper(string(res.Verdict)), escapeText(res.Observed))
 	}
 	s := r.Summary
-	fmt.Fprintf(&b, "\n%d cases: %d pass, %d fail, %d not applicable, %d could not test\n",
+	fmt.Fprintf(&b, "\n%d cases: %d pass, %d fail, %d not applicable, %d could not test",
 		len(r.Results), s.Pass, s.Fail, s.NotApplicable, s.CouldNotTest)
+	if s.NotRun > 0 {
+		fmt.Fprintf(&b, ", %d not run without --allow-effects", s.NotRun)
+	}
+	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// write describes the effects for the text report; tool is the escaped
+// tool name.
+func (e *Effects) write(b *strings.Builder, tool string) {
+	if e.Allowed {
+		fmt.Fprintf(b, "effects:  ALLOWED (--allow-effects): answers that complete %s were sent\n", tool)
+	} else {
+		fmt.Fprintf(b, "effects:  not allowed: no answer that could complete %s was sent (--allow-effects sends them)\n", tool)
+	}
+	fmt.Fprintf(b, "hints:    %s\n", hintsText(e.Annotations))
+	did := fmt.Sprintf("%d calls of %s, %d operations started, %d completed", e.Calls, tool, e.Started, len(e.Completed))
+	for _, name := range sortedKeys(e.OtherCalls) {
+		did += fmt.Sprintf("; %d calls of %s", e.OtherCalls[name], clipEscape(name, 40))
+	}
+	fmt.Fprintf(b, "did:      %s\n", did)
+	if len(e.Completed) == 0 {
+		fmt.Fprintf(b, "left:     nothing completed; the operations started were left unfinished (declined, cancelled, tampered with or asked again), and what a server keeps for them expires with their requestState\n")
+		return
+	}
+	// The same result up to its identifiers is shown once, with a count.
+	var order []string
+	count := map[string]int{}
+	first := map[string]string{}
+	for _, t := range e.Completed {
+		k := ids.ReplaceAllString(t, "#")
+		if count[k] == 0 {
+			order = append(order, k)
+			first[k] = t
+		}
+		count[k]++
+	}
+	var parts []string
+	for _, k := range order {
+		p := quoted(first[k], 100)
+		if count[k] > 1 {
+			p += fmt.Sprintf(" (%d times, identifiers aside)", count[k])
+		}
+		parts = append(parts, p)
+	}
+	fmt.Fprintf(b, "left:     %d completed operations, each with %s's effect if it has one: %s\n", len(e.Completed), tool, escapeText(strings.Join(parts, "; ")))
+}
+
+// hintsText describes a tool's annotations with the defaults the spec
+// gives an absent hint.
+func hintsText(a *mcp.ToolAnnotations) string {
+	if a == nil {
+		a = &mcp.ToolAnnotations{}
+	}
+	hint := func(name string, v *bool, def bool) string {
+		switch {
+		case v == nil:
+			return fmt.Sprintf("%s not set (%v)", name, def)
+		default:
+			return fmt.Sprintf("%s %v", name, *v)
+		}
+	}
+	return strings.Join([]string{hint("readOnlyHint", a.ReadOnlyHint, false), hint("destructiveHint", a.DestructiveHint, true),
+		hint("idempotentHint", a.IdempotentHint, false)}, ", ") + "; reported, not relied on"
 }
 
 // Config says what to check.
@@ -226,6 +359,12 @@ type Config struct {
 	// dropped for bad x-mcp-header annotations, a request on a response
 	// stream); they quote the server. Nil means slog.Default().
 	Logger *slog.Logger
+	// AllowEffects lets the checker complete the tool: accept with valid
+	// form content as often as the cases need (a dozen operations or
+	// more), each running the tool's effect — a draft prepared, a report
+	// sent. False (the default) sends no answer that could complete it;
+	// the cases that need one are NotRun.
+	AllowEffects bool
 }
 
 // LinkPolicy says which URL-mode links the checker opens. A link comes

@@ -22,7 +22,9 @@ import (
 // Checking a small server built with mcpserver: a tool that asks the
 // user's name in a form. Its state is sealed and bound, so every
 // applicable case passes; it asks nothing in URL mode and takes no
-// arguments, so those cases do not apply.
+// arguments, so those cases do not apply. Accepting the form would
+// complete the tool, which the checker does only with AllowEffects: the
+// two cases that need it are not run, and nothing was completed.
 func Example() {
 	sealer, _ := reqstate.New([]reqstate.Key{{ID: "k1", Secret: make([]byte, 32)}}, nil)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -50,6 +52,7 @@ func Example() {
 		fmt.Printf("%-24s %s\n", r.ID, r.Verdict)
 	}
 	fmt.Println("failed:", rep.Failed())
+	fmt.Println("completed:", len(rep.Effects.Completed))
 	// Output:
 	// capability-missing-mode  pass
 	// decline                  pass
@@ -65,14 +68,15 @@ func Example() {
 	// responses-missing        pass
 	// responses-extra          pass
 	// responses-wrong-key      pass
-	// replay-completed         pass
+	// replay-completed         not run
 	// swapped-pending          not applicable
-	// form-invalid-answers     pass
+	// form-invalid-answers     not run
 	// form-secret              pass
 	// url-safe                 not applicable
 	// url-no-login             not applicable
 	// url-accept-unfinished    not applicable
 	// failed: false
+	// completed: 0
 }
 
 // A server that echoes what it was sent cannot make the checker print the

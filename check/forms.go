@@ -32,6 +32,9 @@ func (c *checker) caseFormInvalid(ctx context.Context) Result {
 	if err != nil {
 		return Result{Verdict: CouldNotTest, Observed: "the requested schema of " + clip(key, 40) + " is not a flat form schema: " + clip(err.Error(), 120)}
 	}
+	if c.acceptWithheld {
+		return c.notRun("a refusal of an invalid answer proves something only next to a valid answer that was accepted")
+	}
 	if c.controlOut == nil || c.control != answerGood {
 		return Result{Verdict: CouldNotTest, Observed: "a valid form answer did not move the call on, so a refusal of an invalid one proves nothing" + strings.TrimPrefix(" ("+c.controlWhy+")", " ()")}
 	}
@@ -415,6 +418,9 @@ func fetchNoLogin(ctx context.Context, raw string, public bool) (*fetched, error
 func (c *checker) caseURLUnfinished(ctx context.Context) Result {
 	if len(c.urls()) == 0 {
 		return Result{Verdict: NotApplicable, Observed: "the tool asks nothing in URL mode"}
+	}
+	if c.withheld(c.first, answerGood) {
+		return c.notRun("the round asks more than URL-mode requests, so accepting it sends valid answers too")
 	}
 	op, why := c.startAsk(ctx, c.args)
 	if op == nil {

@@ -46,23 +46,31 @@ func TestAcceptedRefused(t *testing.T) {
 func refuser(t *testing.T) string { return (&fake{refuseRetries: true}).start(t) }
 
 func TestRefusingEverythingPassesNoStateCase(t *testing.T) {
-	rep, err := Run(context.Background(), Config{URL: refuser(t), Tool: "t", Token: "alice", OtherToken: "bob"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mayPass := map[string]bool{CaseCapability: false, CaseDecline: true, CaseCancel: true, CaseResponsesMissing: true,
-		CaseFormSecret: true, CaseStatePlaintext: true}
-	for _, r := range rep.Results {
-		if r.Verdict == Pass && !mayPass[r.ID] {
-			t.Errorf("%s passed on a server that refuses every retry: %s", r.ID, r.Observed)
+	for _, allow := range []bool{false, true} {
+		rep, err := Run(context.Background(), Config{URL: refuser(t), Tool: "t", Token: "alice", OtherToken: "bob", AllowEffects: allow})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if r.Verdict == Fail && r.ID != CaseCapability {
-			t.Errorf("%s failed: %s", r.ID, r.Observed)
+		mayPass := map[string]bool{CaseCapability: false, CaseDecline: true, CaseCancel: true, CaseResponsesMissing: true,
+			CaseFormSecret: true, CaseStatePlaintext: true}
+		for _, r := range rep.Results {
+			if r.Verdict == Pass && !mayPass[r.ID] {
+				t.Errorf("%s passed on a server that refuses every retry: %s", r.ID, r.Observed)
+			}
+			if r.Verdict == Fail && r.ID != CaseCapability {
+				t.Errorf("%s failed: %s", r.ID, r.Observed)
+			}
 		}
-	}
-	for _, id := range []string{CaseStateBitFlip, CaseReplayOtherUser, CaseResponsesWrongKey, CaseFormInvalid} {
-		if r := rep.Result(id); r.Verdict != CouldNotTest || !strings.Contains(r.Observed, "no genuine answer moved the call on") {
-			t.Errorf("%s: %s %q, want could not test for lack of a control", id, r.Verdict, r.Observed)
+		noControl := []string{CaseStateBitFlip, CaseReplayOtherUser, CaseResponsesWrongKey}
+		if allow {
+			noControl = append(noControl, CaseFormInvalid)
+		} else if r := rep.Result(CaseFormInvalid); r.Verdict != NotRun {
+			t.Errorf("%s without effects: %s %q, want not run", CaseFormInvalid, r.Verdict, r.Observed)
+		}
+		for _, id := range noControl {
+			if r := rep.Result(id); r.Verdict != CouldNotTest || !strings.Contains(r.Observed, "no genuine answer moved the call on") {
+				t.Errorf("%s (effects %v): %s %q, want could not test for lack of a control", id, allow, r.Verdict, r.Observed)
+			}
 		}
 	}
 }

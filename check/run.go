@@ -75,6 +75,13 @@ type checker struct {
 	changedArgs json.RawMessage
 	changedWhat string
 	changedWhy  string
+	// acceptWithheld: the control is not accept because accepting could
+	// have completed the tool (Config.AllowEffects false).
+	acceptWithheld bool
+	// eff counts what the calls did (the report's Effects), and
+	// completedStates the result of each state whose retry completed, so a replay is not counted as another operation.
+	eff             *Effects
+	completedStates map[string]string
 }
 
 // ErrConfig is wrapped by Run's errors about the Config itself.
@@ -118,7 +125,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.OtherToken != "" {
 		c.b = newClient(cfg.OtherToken)
 	}
-	rep := &Report{URL: cfg.URL, Tool: cfg.Tool, ProtocolVersion: mcp.ProtocolVersion}
+	rep := &Report{URL: cfg.URL, Tool: cfg.Tool, ProtocolVersion: mcp.ProtocolVersion,
+		Effects: Effects{Allowed: cfg.AllowEffects, Completed: []string{}}}
+	c.eff = &rep.Effects
 	if _, err := c.a.Discover(ctx); err != nil {
 		if se := c.cfg.startError(mcp.MethodDiscover, err); se != nil {
 			return nil, se
@@ -145,6 +154,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if c.tool == nil {
 		return nil, &StartError{Kind: KindNoTool, Message: "the server lists no tool \"" + clipEscape(c.redact(cfg.Tool), 80) + "\""}
 	}
+	rep.Effects.Annotations = c.tool.Annotations
 	if cfg.OtherTool != "" && c.otherTool() == nil {
 		return nil, &StartError{Kind: KindNoTool, Message: "no tool \"" + clipEscape(c.redact(cfg.OtherTool), 80) + "\" on the server (named as the other tool, --other-tool)"}
 	}
@@ -162,7 +172,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		c.allCases(rep, CouldNotTest, "the first call ended in an error result ("+c.first.String()+"), so the tool asked nothing to check; check the arguments, or call it as a user for which it asks")
 		return c.finish(rep), nil
 	case c.first.complete:
-		c.allCases(rep, NotApplicable, "the tool completed without asking for input ("+c.first.String()+"); call it with arguments or as a user for which it asks")
+		c.allCases(rep, NotApplicable, "the tool completed without asking for input ("+c.first.String()+"), so nothing can be checked for this user and these arguments; "+
+			"check it as a user it still asks, such as a fresh user (another --token; on a demo server any new user name), or with other --args")
 		return c.finish(rep), nil
 	}
 	c.findControl(ctx)
@@ -190,6 +201,9 @@ func (c *checker) finish(rep *Report) *Report {
 	}
 	for i := range rep.Results {
 		rep.Results[i].Observed = c.redact(rep.Results[i].Observed)
+	}
+	for i, t := range rep.Effects.Completed {
+		rep.Effects.Completed[i] = c.redact(t)
 	}
 	return rep
 }
@@ -229,10 +243,16 @@ func (c *checker) genuine(ctx context.Context, op *outcome, args json.RawMessage
 
 // findControl finds the answer whose genuine retry moves the call on:
 // accept first, then decline, then cancel. Refusals of altered requests
-// are evidence only when the unaltered request was accepted.
+// are evidence only when the unaltered request was accepted. An answer
+// that could complete the tool is not tried without Config.AllowEffects.
 func (c *checker) findControl(ctx context.Context) {
 	var tried []string
 	for _, k := range []answerKind{answerGood, answerDecline, answerCancel} {
+		if c.withheld(c.first, k) {
+			c.acceptWithheld = c.acceptWithheld || k == answerGood
+			tried = append(tried, k.String()+" not sent: it could complete the tool (--allow-effects)")
+			continue
+		}
 		op, why := c.startAsk(ctx, c.args)
 		if op == nil {
 			c.controlWhy = why
@@ -248,6 +268,37 @@ func (c *checker) findControl(ctx context.Context) {
 		tried = append(tried, k.String()+" → "+r.String())
 	}
 	c.controlWhy = "no genuine answer moved the call on (" + strings.Join(tried, "; ") + "), so a refusal of an altered retry cannot be told from a normal one"
+}
+
+// withheld reports whether answering every request of op with k could
+// complete the tool, and Config.AllowEffects does not allow that. Only
+// accepting URL-mode requests (consent, not completion) and declining or
+// cancelling an elicitation cannot complete a safe server's operation;
+// sampling and roots requests get a plain answer whatever k is.
+func (c *checker) withheld(op *outcome, k answerKind) bool {
+	if c.cfg.AllowEffects {
+		return false
+	}
+	elicits, urls := 0, 0
+	for _, r := range op.requests {
+		switch r.mode() {
+		case mcp.ElicitationModeURL:
+			elicits++
+			urls++
+		case mcp.ElicitationModeForm:
+			elicits++
+		}
+	}
+	if k == answerGood {
+		return urls < len(op.requests)
+	}
+	return elicits == 0
+}
+
+// notRun is the result of a case that needs an operation completed with
+// accept, when Config.AllowEffects does not allow one; why says what for.
+func (c *checker) notRun(why string) Result {
+	return Result{Verdict: NotRun, Observed: "not run without --allow-effects: " + why + ", and accepting would complete " + quoted(c.cfg.Tool, 40) + " with its effect"}
 }
 
 // accepted reports whether o moved the call on, or, when the control
@@ -880,6 +931,9 @@ func (c *checker) caseWrongKey(ctx context.Context) Result {
 }
 
 func (c *checker) caseReplayCompleted(ctx context.Context) Result {
+	if c.acceptWithheld {
+		return c.notRun("it replays an operation completed with accept, to see that the effect does not happen twice")
+	}
 	op, res := c.controlledOp(ctx)
 	if op == nil {
 		return res

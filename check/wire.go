@@ -140,6 +140,9 @@ type call struct {
 func (c *checker) do(ctx context.Context, cl call) *outcome {
 	o := send(ctx, cl)
 	o.text = c.redact(o.text)
+	if c.eff != nil {
+		c.count(cl, o)
+	}
 	if o.rpc != nil {
 		rpc := *o.rpc
 		rpc.Message = c.redact(rpc.Message)
@@ -149,6 +152,37 @@ func (c *checker) do(ctx context.Context, cl call) *outcome {
 		o.err = &redactedError{msg: c.redact(o.err.Error()), err: o.err}
 	}
 	return o
+}
+
+// count adds the call and what it got to the report's Effects.
+func (c *checker) count(cl call, o *outcome) {
+	if cl.tool != c.cfg.Tool {
+		if c.eff.OtherCalls == nil {
+			c.eff.OtherCalls = map[string]int{}
+		}
+		c.eff.OtherCalls[cl.tool]++
+		return
+	}
+	c.eff.Calls++
+	if cl.state == nil && cl.responses == nil {
+		c.eff.Started++
+	}
+	if !o.success() {
+		return
+	}
+	if cl.state != nil {
+		// A replay of a completed retry that gives the same result is
+		// the same operation; another result (another draft id) is
+		// another execution.
+		if c.completedStates[*cl.state] == o.text {
+			return
+		}
+		if c.completedStates == nil {
+			c.completedStates = map[string]string{}
+		}
+		c.completedStates[*cl.state] = o.text
+	}
+	c.eff.Completed = append(c.eff.Completed, clip(o.text, 200))
 }
 
 // redactedError is an error whose text had the secrets removed; Unwrap

@@ -19,14 +19,21 @@ import (
 const checkUsage = `usage:
   elicit check --url URL --tool NAME [--args JSON] [--token A]
                [--other-token B] [--other-tool NAME] [--fetch-links P]
-               [--json] [--timeout D]
+               [--allow-effects] [--json] [--timeout D]
 
 Calls the tool until it asks for input, then tries what an attacker or a
 careless client would: a missing mode, decline and cancel, a tampered or
 replayed requestState, missing, extra and misplaced answers, answers that
 break the form schema; and inspects what it asked: secrets in forms, unsafe
-URL-mode links. Each case gets a verdict: pass, fail, not applicable or
-could not test (with the reason).
+URL-mode links. Each case gets a verdict: pass, fail, not applicable, could
+not test (with the reason) or not run.
+
+By default the check completes nothing: it never sends an answer that could
+finish the tool (an accept with form content), so a real draft stays unsent
+and nothing is created. It declines, cancels, tampers and accepts URL-mode
+requests (consent only). The two cases that need a completed accept
+(form-invalid-answers, replay-completed) are "not run". The report says
+what the check did and what it left behind, and the tool's annotations.
 
   --url URL           the server's MCP endpoint, with no user:password
                       (credentials go in --token)
@@ -43,6 +50,9 @@ could not test (with the reason).
                       safe (default: on the endpoint's origin, or https links
                       that pass url-safe and are not on an internal or
                       special-purpose address), or any
+  --allow-effects     let the check complete the tool, many times over (each
+                      time with its effect: a draft prepared, a report sent);
+                      only against test data
   --json              print the report as JSON; when there is no report (a
                       usage error too), a JSON error object
                       {"error":{"kind":K,"message":M}}, K "usage" for exit 2
@@ -71,6 +81,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&cfg.OtherToken, "other-token", cfg.OtherToken, "a second user's bearer token")
 	fs.StringVar(&cfg.OtherTool, "other-tool", "", "tool to replay the state against")
 	fs.StringVar(&fetchLinks, "fetch-links", string(check.FetchSafe), "which URL-mode links to open: never, safe or any")
+	fs.BoolVar(&cfg.AllowEffects, "allow-effects", false, "let the check complete the tool (its effect, many times)")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	fs.DurationVar(&timeout, "timeout", timeout, "overall time limit")
 	if err := fs.Parse(args); err != nil {
@@ -152,7 +163,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if !rep.Tested() {
 		// A gate must not go green on a run that proved nothing (a bad
 		// token, a tool that asked for no input).
-		why := "the reasons are in the report; a user for whom the tool asks nothing, such as one already connected?"
+		why := "the reasons are in the report; if the tool asked this user nothing, as for one already connected, check it as a fresh user with another --token"
 		if rep.DiscoveryError != "" {
 			why = "server/discover failed: the server does not speak MCP 2026-07-28 here"
 		}

@@ -80,7 +80,7 @@ func TestCheckUnsafeServer(t *testing.T) {
 	} {
 		t.Run(tc.tool, func(t *testing.T) {
 			code, out, errOut := elicit(t, "", "check", "--url", endpoint, "--tool", tc.tool,
-				"--args", `{"project":"demo"}`, "--token", "alice", "--other-token", "bob", "--json")
+				"--args", `{"project":"demo"}`, "--token", "alice", "--other-token", "bob", "--allow-effects", "--json")
 			if code != exitToolError {
 				t.Fatalf("exit %d, want %d; stderr: %s", code, exitToolError, errOut)
 			}
@@ -111,17 +111,29 @@ func TestCheckUnsafeServer(t *testing.T) {
 }
 
 // TestCheckCommand: the text report against an elicitd-like server (exit
-// 0, every case named), and the usage and failure exits.
+// 0, every case named; with --allow-effects the two cases that complete
+// the tool run too, and the drafts they left are named), and the usage
+// and failure exits.
 func TestCheckCommand(t *testing.T) {
 	base := newServer(t)
-	code, out, errOut := elicit(t, "", "check", "--url", base+"/mcp", "--tool", "export_report",
-		"--args", `{"period":"2026-Q2","dataset":"sales"}`, "--token", "alice", "--other-token", "bob")
-	if code != exitOK {
-		t.Fatalf("exit %d; stderr: %s\n%s", code, errOut, out)
-	}
-	for _, s := range []string{check.CaseStateBitFlip + " ", "PASS", "21 cases: 17 pass, 0 fail, 4 not applicable, 0 could not test"} {
-		if !strings.Contains(out, s) {
-			t.Errorf("the report lacks %q:\n%s", s, out)
+	for _, tc := range []struct {
+		flags []string
+		says  []string
+	}{
+		{nil, []string{"effects:  not allowed", "left:     nothing completed", "NOT RUN", "not run without --allow-effects: a refusal of an invalid answer",
+			"21 cases: 15 pass, 0 fail, 4 not applicable, 0 could not test, 2 not run without --allow-effects"}},
+		{[]string{"--allow-effects"}, []string{"effects:  ALLOWED", "completed operations, each with export_report's effect", `"Draft d_`,
+			"21 cases: 17 pass, 0 fail, 4 not applicable, 0 could not test\n"}},
+	} {
+		code, out, errOut := elicit(t, "", append([]string{"check", "--url", base + "/mcp", "--tool", "export_report",
+			"--args", `{"period":"2026-Q2","dataset":"sales"}`, "--token", "alice", "--other-token", "bob"}, tc.flags...)...)
+		if code != exitOK {
+			t.Fatalf("%v: exit %d; stderr: %s\n%s", tc.flags, code, errOut, out)
+		}
+		for _, s := range append([]string{check.CaseStateBitFlip + " ", "PASS"}, tc.says...) {
+			if !strings.Contains(out, s) {
+				t.Errorf("%v: the report lacks %q:\n%s", tc.flags, s, out)
+			}
 		}
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

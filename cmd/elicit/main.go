@@ -6,9 +6,10 @@
 //
 //	elicit tools --url U [--token T] [--json]
 //	elicit call TOOL --url U [--arg k=v]... [--args JSON] [--token T] [--json] [--root PATH]... [--open] [--plain]
-//	elicit check --url U --tool NAME [--args JSON] [--token A] [--other-token B] [--other-tool NAME] [--fetch-links P] [--json] [--timeout D]
+//	elicit check --url U --tool NAME [--args JSON] [--token A] [--other-token B] [--other-tool NAME] [--fetch-links P] [--allow-effects] [--json] [--timeout D]
 //
-// check tests the server's elicitation safety (package check); its exit
+// check tests the server's elicitation safety (package check), completing
+// nothing unless --allow-effects is given; its exit
 // status is 0 when no case failed and one passed, 1 when one failed, 2 for
 // usage errors and 3 when the check could not start (unreachable, token
 // refused, not MCP, no such tool) or tested nothing.
@@ -71,7 +72,7 @@ const usage = `usage:
               [--root PATH]... [--open] [--plain]
   elicit check --url URL --tool NAME [--args JSON] [--token A]
               [--other-token B] [--other-tool NAME] [--fetch-links P]
-              [--json] [--timeout D]
+              [--allow-effects] [--json] [--timeout D]
 
   --url URL     the server's MCP endpoint, e.g. http://127.0.0.1:3000/mcp
   --token T     bearer token (default $ELICIT_TOKEN)
