@@ -103,8 +103,8 @@ func (s *session) typeReply(ctx context.Context) (reply, action string, err erro
 			}
 		}
 	}
-	w, err := s.choose(ctx, "Type reply to write the reply, or decline to refuse:", []string{"reply", mcp.ActionDecline},
-		map[string]string{"no": mcp.ActionDecline, "n": mcp.ActionDecline}, mcp.ActionDecline)
+	w, err := s.choose(ctx, "Type reply to write the reply, or "+escDecline+" to refuse:", []string{"reply"},
+		[]string{mcp.ActionDecline}, mcp.ActionDecline)
 	if err != nil || w != "reply" {
 		return "", mcp.ActionDecline, err
 	}
@@ -126,8 +126,8 @@ func (s *session) typeReply(ctx context.Context) (reply, action string, err erro
 		}
 		reply = strings.Join(lines, "\n")
 		fmt.Fprintf(s.out, "\nReview the reply:\n  %s\n", indent(reply, "  "))
-		next, err := s.choose(ctx, "Type send to return it, edit to write it again, or decline to refuse:",
-			[]string{"send", wordEdit, mcp.ActionDecline}, nil, mcp.ActionDecline)
+		next, err := s.choose(ctx, "Type send to return it, edit to write it again, or "+escDecline+" to refuse:",
+			[]string{"send", wordEdit}, []string{mcp.ActionDecline}, mcp.ActionDecline)
 		if err != nil || next == "send" {
 			return reply, "", err
 		}
@@ -208,8 +208,8 @@ func (s *session) roots(ctx context.Context, who mcpclient.Asker, key string) (*
 			huh.NewOption("Share", "share"), huh.NewOption("Decline", mcp.ActionDecline),
 		})
 	} else {
-		w, err = s.choose(ctx, "Type share to tell the server these folders, or decline to refuse:",
-			[]string{"share", mcp.ActionDecline}, map[string]string{"yes": "share", "y": "share", "no": mcp.ActionDecline, "n": mcp.ActionDecline}, mcp.ActionDecline)
+		w, err = s.choose(ctx, "Type share to tell the server these folders, or "+escDecline+" to refuse:",
+			[]string{"share"}, []string{mcp.ActionDecline}, mcp.ActionDecline)
 	}
 	if err != nil {
 		return nil, err

@@ -70,9 +70,9 @@ func ExampleTerminal() {
 	//   URL:      https://mcp.[example.com]/ui/set_api_key?flow=ab12
 	//   Domain:   example.com
 	//   Nothing has been opened or fetched.
-	// Type accept to consent to opening this page, decline to refuse, or cancel to dismiss:
+	// Type accept to consent to opening this page, :decline to refuse, or :cancel to dismiss:
 	// Open this URL in your browser yourself:
 	//   https://mcp.example.com/ui/set_api_key?flow=ab12
-	// When you have finished on the page, press Enter to continue (or type cancel):
+	// When you have finished on the page, press Enter to continue (or type :cancel to stop):
 	// answer: accept
 }

@@ -19,15 +19,14 @@ import (
 // (ELI-S-06): it cannot be shown, so the call ends.
 var ErrUnusableForm = errors.New("consent: the server sent a form this client cannot show")
 
-// Words of the line-mode form. Field prompts take ":decline" and
-// ":cancel" so that the plain words stay usable as answers.
+// Words of the line-mode form; :decline and :cancel stop it at any
+// prompt (refusal).
 const (
 	wordSubmit     = "submit"
 	wordEdit       = "edit"
-	escDecline     = ":decline"
-	escCancel      = ":cancel"
 	escNone        = ":none"
-	formReviewHelp = "Type submit to send these answers, a number to change that answer, decline to refuse, or cancel to dismiss:"
+	formReviewHelp = "Type submit to send these answers, a number to change that answer, edit to go through them all, " +
+		escDecline + " to refuse, or " + escCancel + " to dismiss:"
 )
 
 // form is one form being filled in: the schema and the answers so far.
@@ -110,9 +109,12 @@ func (s *session) formLines(ctx context.Context, f *form) (*mcp.ElicitResult, er
 		if err != nil {
 			return nil, err
 		}
+		if action, ok := refusal(l, true); ok {
+			return result(action), nil
+		}
 		w := strings.ToLower(strings.TrimSpace(l))
 		switch w {
-		case wordSubmit, "s", "send":
+		case wordSubmit:
 			// Check the whole answer against the schema before it leaves
 			// (ELI-C-06); on a problem, ask those fields again.
 			content, err := f.schema.ValidateContent(f.answers)
@@ -129,12 +131,7 @@ func (s *session) formLines(ctx context.Context, f *form) (*mcp.ElicitResult, er
 				}
 			}
 			continue
-		case mcp.ActionDecline, "d", mcp.ActionCancel, "c":
-			if w == "d" || w == mcp.ActionDecline {
-				return result(mcp.ActionDecline), nil
-			}
-			return result(mcp.ActionCancel), nil
-		case wordEdit, "e":
+		case wordEdit:
 			for i := range f.schema.Order {
 				if action, err := s.askField(ctx, f, i); action != "" || err != nil {
 					return result(action), err
@@ -148,7 +145,7 @@ func (s *session) formLines(ctx context.Context, f *form) (*mcp.ElicitResult, er
 			}
 			continue
 		}
-		fmt.Fprintf(s.out, "Please type submit, a number from 1 to %d, decline or cancel.\n", n)
+		fmt.Fprintf(s.out, "Please type submit, a number from 1 to %d, edit, %s or %s.\n", n, escDecline, escCancel)
 	}
 }
 
@@ -196,11 +193,10 @@ func (s *session) askField(ctx context.Context, f *form, i int) (action string, 
 		// The candidate replaces the current answer only once it fits, so
 		// a bad line never overwrites a good default.
 		v, had := f.answers[name]
+		if action, ok := refusal(l, false); ok {
+			return action, nil
+		}
 		switch strings.TrimSpace(l) {
-		case escDecline:
-			return mcp.ActionDecline, nil
-		case escCancel:
-			return mcp.ActionCancel, nil
 		case escNone:
 			v, had = nil, false
 		case "":

@@ -16,14 +16,44 @@ import (
 // NUL cannot be a choice a server sent in JSON text shown here.
 const noAnswer = "\x00"
 
+// keyHelp says, under every terminal form, how to cancel it.
+const keyHelp = "Esc or Ctrl-C: cancel"
+
+// keyMap is huh's default key map with Esc added to Ctrl-C as the key
+// that ends a form unanswered (seed 003: cancel is closing the dialog or
+// pressing Escape). Filtering a list, whose keys include Esc, is off:
+// Esc always cancels.
+func keyMap() *huh.KeyMap {
+	km := huh.NewDefaultKeyMap()
+	km.Quit.SetKeys("esc", "ctrl+c")
+	km.Quit.SetHelp("esc", "cancel")
+	// No keys: the fields enable these bindings themselves, but none can match.
+	km.Select.Filter.SetKeys()
+	km.Select.SetFilter.SetKeys()
+	km.Select.ClearFilter.SetKeys()
+	km.MultiSelect.Filter.SetKeys()
+	km.MultiSelect.SetFilter.SetKeys()
+	km.MultiSelect.ClearFilter.SetKeys()
+	return km
+}
+
 // runHuh runs one terminal form on the session's input and output. Esc
 // or Ctrl-C returns huh.ErrUserAborted; an ended ctx returns ctx.Err().
 func (s *session) runHuh(ctx context.Context, groups ...*huh.Group) error {
-	err := huh.NewForm(groups...).WithInput(s.in).WithOutput(s.out).WithShowHelp(true).RunWithContext(ctx)
+	for _, g := range groups {
+		g.Description(keyHelp)
+	}
+	err := huh.NewForm(groups...).WithInput(s.in).WithOutput(s.out).WithShowHelp(true).WithKeyMap(keyMap()).RunWithContext(ctx)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	return err
+}
+
+// keyCancelled leaves, in the transcript, that the form after what was
+// cancelled with a key (the form clears itself when it ends).
+func (s *session) keyCancelled(what string) {
+	fmt.Fprintf(s.out, "%s Cancelled (Esc or Ctrl-C).\n", what)
 }
 
 // huhChoice asks one question with fixed options; Esc or Ctrl-C is cancel.
@@ -31,7 +61,7 @@ func (s *session) huhChoice(ctx context.Context, title string, opts []huh.Option
 	var v string
 	err := s.runHuh(ctx, huh.NewGroup(huh.NewSelect[string]().Title(title).Options(opts...).Value(&v)))
 	if errors.Is(err, huh.ErrUserAborted) {
-		fmt.Fprintf(s.out, "%s Cancelled (Esc).\n", title)
+		s.keyCancelled(title)
 		return mcp.ActionCancel, nil
 	}
 	if err != nil {
@@ -62,6 +92,7 @@ func (s *session) formHuh(ctx context.Context, f *form) (*mcp.ElicitResult, erro
 		fields, commits := s.huhFields(f)
 		err := s.runHuh(ctx, huh.NewGroup(fields...))
 		if errors.Is(err, huh.ErrUserAborted) {
+			s.keyCancelled("Form:")
 			return result(mcp.ActionCancel), nil
 		}
 		if err != nil {

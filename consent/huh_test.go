@@ -2,10 +2,16 @@ package consent
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/charmbracelet/huh"
 
 	"github.com/mcp-elicit/elicit/elicit"
 	"github.com/mcp-elicit/elicit/mcp"
@@ -63,4 +69,74 @@ func TestHuhURLDecline(t *testing.T) {
 	if err != nil || res.Action != mcp.ActionDecline || opened {
 		t.Fatalf("%+v %v opened=%v\n%s", res, err, opened, out)
 	}
+}
+
+// keysThenWait is terminal input: keys, then nothing more, without end
+// (end of input is not what cancels).
+func keysThenWait(t *testing.T, keys string) io.Reader {
+	r, w := io.Pipe()
+	go func() { _, _ = io.WriteString(w, keys) }()
+	t.Cleanup(func() { w.Close() })
+	return r
+}
+
+// Esc, like Ctrl-C, cancels every terminal form — the URL consent, the
+// form's first choice, its fields — and both say so in the same words.
+func TestHuhEscCancels(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{"label":{"type":"string","title":"Label"}},"required":["label"]}`)
+	for _, tc := range []struct {
+		name, keys, says string
+		form             bool
+	}{
+		{"Esc at the URL consent", "\x1b", "Do you want to open this page? Cancelled (Esc or Ctrl-C).", false},
+		{"Ctrl-C at the URL consent", "\x03", "Do you want to open this page? Cancelled (Esc or Ctrl-C).", false},
+		{"Esc at the form's first choice", "\x1b", "Fill in this form? Cancelled (Esc or Ctrl-C).", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := &syncBuilder{}
+			h := (&Terminal{In: keysThenWait(t, tc.keys), Out: out, Interactive: true}).Handlers()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var res *mcp.ElicitResult
+			var err error
+			if tc.form {
+				res, err = h.ElicitForm(ctx, loopbackAsker, "k", &mcp.ElicitRequestParams{Message: "m", RequestedSchema: schema})
+			} else {
+				res, err = h.ElicitURL(ctx, loopbackAsker, "k", &mcp.ElicitRequestParams{Mode: "url", Message: "m", URL: "http://127.0.0.1:3000/x"})
+			}
+			if err != nil || res.Action != mcp.ActionCancel || !strings.Contains(out.String(), tc.says) {
+				t.Fatalf("%+v %v; want cancel saying %q:\n%q", res, err, tc.says, out.String())
+			}
+		})
+	}
+	// The fields: Esc in a text input ends the form unanswered.
+	s, err := elicit.ParseSchemaForAnswers(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := &session{t: &Terminal{Interactive: true}, in: keysThenWait(t, "ab\x1b"), out: &syncBuilder{}}
+	fields, _ := ss.huhFields(&form{schema: s, answers: map[string]any{}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := ss.runHuh(ctx, huh.NewGroup(fields...)); !errors.Is(err, huh.ErrUserAborted) {
+		t.Errorf("Esc in a field: %v, want huh.ErrUserAborted", err)
+	}
+}
+
+// syncBuilder is an output written by a terminal form's goroutines.
+type syncBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuilder) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuilder) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

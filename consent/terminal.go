@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
@@ -58,10 +59,14 @@ var ErrRefusedRequest = errors.New("consent: request refused")
 //
 // In line mode (Interactive false, for pipes, tests and scripts) prompts
 // are numbered lines on Out and answers are read line by line from In;
-// choices are typed words (accept, decline, cancel, submit, …). End of
-// input cancels an elicitation and declines sampling and roots. In
-// interactive mode the same steps are terminal forms
-// (github.com/charmbracelet/huh); Esc or Ctrl-C is a cancel there.
+// choices are typed words, in full (accept, submit, edit, …): anything
+// else, "yes" included, is asked again with the words that are taken.
+// At every prompt :decline refuses and :cancel (or a line holding only
+// Esc) dismisses; at a choice prompt the plain words decline and cancel
+// do too. End of input cancels an elicitation, never accepts it, and
+// declines sampling and roots. In interactive mode the same steps are
+// terminal forms (github.com/charmbracelet/huh); Esc or Ctrl-C cancels
+// every one of them.
 //
 // Prompts never overlap: the handlers take turns.
 type Terminal struct {
@@ -195,10 +200,39 @@ func (s *session) prompt(ctx context.Context, text string) (string, error) {
 	return s.readLine(ctx)
 }
 
-// choose asks until the answer is one of the words (or an alias: the
-// first letter, and yes/no where given in aliases); it returns the
-// canonical word. End of input returns eof without error.
-func (s *session) choose(ctx context.Context, question string, words []string, aliases map[string]string, eof string) (string, error) {
+// Line-mode words that stop a prompt, the same at every prompt: field
+// prompts take them with a colon so that the plain words stay usable as
+// answers. A line holding only Esc (typed as ^[ before Enter) is :cancel.
+const (
+	escDecline = ":decline"
+	escCancel  = ":cancel"
+	escKey     = "\x1b"
+)
+
+// refusal reads a typed line as :decline or :cancel (Esc too); plain
+// says whether the bare words count as well (at a choice prompt, where no
+// answer can be spelled like them).
+func refusal(line string, plain bool) (action string, ok bool) {
+	w := strings.ToLower(strings.TrimSpace(line))
+	switch {
+	case w == escDecline, plain && w == mcp.ActionDecline:
+		return mcp.ActionDecline, true
+	case w == escCancel, w == escKey, plain && w == mcp.ActionCancel:
+		return mcp.ActionCancel, true
+	}
+	return "", false
+}
+
+// choose asks until the answer is one of the words, typed in full
+// (letter case and surrounding blanks aside), or one of the refusals
+// (mcp.ActionDecline, mcp.ActionCancel) as refusal reads them; it returns
+// the word or the refusal's action. Nothing else is taken ("yes" is not
+// accept): the user is told what is. End of input returns eof.
+func (s *session) choose(ctx context.Context, question string, words, refusals []string, eof string) (string, error) {
+	choices := append([]string(nil), words...)
+	for _, r := range refusals {
+		choices = append(choices, ":"+r)
+	}
 	for {
 		l, err := s.prompt(ctx, question+" ")
 		if errors.Is(err, io.EOF) {
@@ -210,14 +244,14 @@ func (s *session) choose(ctx context.Context, question string, words []string, a
 		}
 		w := strings.ToLower(strings.TrimSpace(l))
 		for _, c := range words {
-			if w == c || (w != "" && w == c[:1]) {
+			if w == c {
 				return c, nil
 			}
 		}
-		if c, ok := aliases[w]; ok {
-			return c, nil
+		if a, ok := refusal(l, true); ok && slices.Contains(refusals, a) {
+			return a, nil
 		}
-		fmt.Fprintf(s.out, "Please type %s.\n", orList(words))
+		fmt.Fprintf(s.out, "Please type %s.\n", orList(choices))
 	}
 }
 

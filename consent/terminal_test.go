@@ -78,10 +78,19 @@ func TestFormLineMode(t *testing.T) {
 			content: map[string]any{"email": "bob@example.com", "ratio": 0.5, "count": 3.0, "notify": false, "color": "green", "detail": "detailed", "tags": []string{"b"}, "when": "2026-07-28", "label": "Q2"},
 			out: []string{"Email: must be an email address", "Ratio: must be at most 1", "Count: must be a whole number", "Notify me: type yes or no",
 				"Colour: type a number from 1 to 2, or one of the values", "Tags: choose at most 2", "Date: must be a date (YYYY-MM-DD)",
-				"Label: must be at most 5 characters", "Please type submit, a number from 1 to 10, decline or cancel.", "  8. Days: (no answer)", "  7. Tags: b"}},
-		{name: "decline at the review", input: "bob@example.com\n\n\n\n\n\n\n\n\n\ndecline\n", action: "decline"},
-		{name: "cancel at the review", input: "bob@example.com\n\n\n\n\n\n\n\n\n\ncancel\n", action: "cancel"},
+				"Label: must be at most 5 characters", "Please type submit, a number from 1 to 10, edit, :decline or :cancel.", "  8. Days: (no answer)", "  7. Tags: b"}},
+		// The review takes the field prompts' words, and the plain ones.
+		{name: "decline at the review", input: "bob@example.com\n\n\n\n\n\n\n\n\n\n:decline\n", action: "decline",
+			out: []string{"a number to change that answer, edit to go through them all, :decline to refuse, or :cancel to dismiss:"}},
+		{name: "cancel at the review", input: "bob@example.com\n\n\n\n\n\n\n\n\n\n:cancel\n", action: "cancel"},
+		{name: "plain decline at the review", input: "bob@example.com\n\n\n\n\n\n\n\n\n\ndecline\n", action: "decline"},
+		{name: "Esc at the review", input: "bob@example.com\n\n\n\n\n\n\n\n\n\n\x1b\n", action: "cancel"},
+		// Only submit sends: yes, y or s are asked again.
+		{name: "yes is not submit", input: "bob@example.com\n\n\n\n\n\n\n\n\n\nyes\ns\n", action: "cancel",
+			out: []string{"Please type submit, a number from 1 to 10, edit, :decline or :cancel."}},
 		{name: "decline at a field", input: ":decline\n", action: "decline"},
+		{name: "Esc at a field", input: "\x1b\n", action: "cancel"},
+		{name: "a plain word at a field is an answer", input: "cancel\n:cancel\n", action: "cancel", out: []string{"Email: must be an email address"}},
 		{name: "cancel at a field", input: "bob@example.com\n:cancel\n", action: "cancel"},
 		{name: "end of input is cancel", input: "bob@example.com\n", action: "cancel"},
 		{name: "a required field cannot be skipped", input: "\n\n:cancel\n", action: "cancel", out: []string{"Email: is required"}},
@@ -153,13 +162,20 @@ func TestURLConsentLineMode(t *testing.T) {
 			out: []string{"Name:     \"billing 1.0\" — self-reported", "URL:      https://mcp.[example.com]/ui/set_api_key?flow=ab12",
 				"Domain:   example.com", "Nothing has been opened or fetched.", "Open this URL in your browser yourself:\n  " + link + "\n"},
 			notOut: []string{"Warnings:"}},
-		{name: "accept, opened by the system", input: "yes\n\n", allow: true, action: "accept", opened: true,
-			out: []string{"Opened in your browser:\n  " + link}},
-		{name: "decline never opens", input: "decline\n", allow: true, action: "decline"},
-		{name: "cancel never opens", input: "c\n", allow: true, action: "cancel"},
-		{name: "unknown word asks again", input: "maybe\nno\n", action: "decline", out: []string{"Please type accept, decline or cancel."}},
+		{name: "accept, opened by the system", input: "ACCEPT\n\n", allow: true, action: "accept", opened: true,
+			out: []string{"Type accept to consent to opening this page, :decline to refuse, or :cancel to dismiss:", "Opened in your browser:\n  " + link}},
+		{name: "decline never opens", input: ":decline\n", allow: true, action: "decline"},
+		{name: "cancel never opens", input: ":cancel\n", allow: true, action: "cancel"},
+		{name: "plain decline", input: "decline\n", allow: true, action: "decline"},
+		{name: "Esc is cancel", input: "\x1b\n", allow: true, action: "cancel"},
+		// Only the word accept consents: yes, y, a are asked again.
+		{name: "yes is not accept", input: "yes\ny\na\n:decline\n", allow: true, action: "decline",
+			out: []string{"Please type accept, :decline or :cancel."}},
 		{name: "end of input is cancel", input: "", allow: true, action: "cancel"},
-		{name: "cancel after consenting", input: "accept\ncancel\n", allow: true, action: "cancel", opened: true},
+		{name: "cancel after consenting", input: "accept\n:cancel\n", allow: true, action: "cancel", opened: true},
+		{name: "end of input after consenting is cancel, not accept", input: "accept\n", allow: true, action: "cancel", opened: true},
+		{name: "only Enter says the page is done", input: "accept\nok\n\n", action: "accept",
+			out: []string{"Press Enter once you have finished on the page, or type :cancel to stop."}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var opened []string
@@ -314,9 +330,12 @@ func TestSamplingLineMode(t *testing.T) {
 		}
 	})
 	t.Run("declined", func(t *testing.T) {
-		h, _ := lineTerminal("decline\n", nil)
+		h, out := lineTerminal("no\n:decline\n", nil)
 		if _, err := h.Sampling(context.Background(), loopbackAsker, "s", params(50)); !errors.Is(err, ErrDeclined) {
 			t.Fatalf("err = %v", err)
+		}
+		if !strings.Contains(out.String(), "Please type reply or :decline.") {
+			t.Errorf("no is taken without saying what is:\n%s", out)
 		}
 	})
 	t.Run("no maxTokens is refused without asking", func(t *testing.T) {
@@ -352,9 +371,13 @@ func TestRoots(t *testing.T) {
 		t.Errorf("roots not shown before sharing:\n%s", out)
 	}
 
-	h, _ = lineTerminal("decline\n", mod)
+	// yes is not share: asked again, then end of input declines.
+	h, out = lineTerminal("yes\n", mod)
 	if _, err := h.Roots(context.Background(), loopbackAsker, "r"); !errors.Is(err, ErrDeclined) {
 		t.Fatalf("err = %v", err)
+	}
+	if !strings.Contains(out.String(), "Please type share or :decline.") {
+		t.Errorf("yes was not asked again:\n%s", out)
 	}
 	h, _ = lineTerminal("share\n", func(t *Terminal) { t.Roots = []mcp.Root{{URI: "https://example.com/"}} })
 	if _, err := h.Roots(context.Background(), loopbackAsker, "r"); !errors.Is(err, ErrRefusedRequest) {

@@ -13,11 +13,8 @@ import (
 	"github.com/mcp-elicit/elicit/mcpclient"
 )
 
-// URL consent words, with the yes/no aliases a user may type.
-var (
-	urlWords   = []string{mcp.ActionAccept, mcp.ActionDecline, mcp.ActionCancel}
-	urlAliases = map[string]string{"yes": mcp.ActionAccept, "y": mcp.ActionAccept, "no": mcp.ActionDecline, "n": mcp.ActionDecline}
-)
+// wordContinue is typed (or Enter pressed) once the page is finished.
+const wordContinue = "continue"
 
 // elicitURL implements mcpclient.Handlers.ElicitURL.
 func (s *session) elicitURL(ctx context.Context, who mcpclient.Asker, key string, p *mcp.ElicitRequestParams) (*mcp.ElicitResult, error) {
@@ -48,8 +45,8 @@ func (s *session) elicitURL(ctx context.Context, who mcpclient.Asker, key string
 			huh.NewOption("Cancel — not now", mcp.ActionCancel),
 		})
 	} else {
-		action, err = s.choose(ctx, "Type accept to consent to opening this page, decline to refuse, or cancel to dismiss:",
-			urlWords, urlAliases, mcp.ActionCancel)
+		action, err = s.choose(ctx, "Type accept to consent to opening this page, "+escDecline+" to refuse, or "+escCancel+" to dismiss:",
+			[]string{mcp.ActionAccept}, []string{mcp.ActionDecline, mcp.ActionCancel}, mcp.ActionCancel)
 	}
 	if err != nil {
 		return nil, err
@@ -80,19 +77,33 @@ func (s *session) elicitURL(ctx context.Context, who mcpclient.Asker, key string
 			huh.NewOption("Cancel — stop here", mcp.ActionCancel),
 		})
 	} else {
-		var l string
-		l, err = s.prompt(ctx, "When you have finished on the page, press Enter to continue (or type cancel): ")
-		action = mcp.ActionAccept
-		if w := strings.ToLower(strings.TrimSpace(l)); err == nil && (w == mcp.ActionCancel || w == "c") {
-			action = mcp.ActionCancel
-		}
-		if errors.Is(err, io.EOF) {
-			fmt.Fprintln(s.out)
-			err = nil
-		}
+		action, err = s.finished(ctx)
 	}
 	if err != nil {
 		return nil, err
 	}
 	return &mcp.ElicitResult{Action: action}, nil
+}
+
+// finished waits, in line mode, for the user to say the page is done:
+// Enter (or continue) is accept; :cancel cancels; end of input cancels,
+// never accepts; anything else is asked again.
+func (s *session) finished(ctx context.Context) (string, error) {
+	for {
+		l, err := s.prompt(ctx, "When you have finished on the page, press Enter to continue (or type "+escCancel+" to stop): ")
+		switch {
+		case errors.Is(err, io.EOF):
+			fmt.Fprintln(s.out)
+			return mcp.ActionCancel, nil
+		case err != nil:
+			return "", err
+		}
+		if w := strings.ToLower(strings.TrimSpace(l)); w == "" || w == wordContinue {
+			return mcp.ActionAccept, nil
+		}
+		if a, ok := refusal(l, true); ok && a == mcp.ActionCancel {
+			return a, nil
+		}
+		fmt.Fprintf(s.out, "Press Enter once you have finished on the page, or type %s to stop.\n", escCancel)
+	}
 }

@@ -17,13 +17,17 @@ import (
 	"time"
 
 	"github.com/mcp-elicit/elicit/examples/billing"
+	"github.com/mcp-elicit/elicit/examples/reports"
 )
 
 // TestTmuxBilling drives the real terminal host in a tmux pane against a
 // real elicitd: the consent screen names the server, shows the full URL
-// and its domain; Decline ends with the server's decline text; in a second
-// run the page step is done by an HTTP client (as a browser would) and
-// Accept ends with the success text.
+// and its domain; Decline ends with the server's decline text; Esc (at
+// the consent screen, at "finished on the page", in a form's fields and at
+// its review) and Ctrl-C cancel, saying so in the same words, and the
+// server answers its cancel text; in a last run the page step is done by
+// an HTTP client (as a browser would) and Accept ends with the success
+// text.
 //
 // It needs tmux (apt-get install tmux) and is skipped without it, unless
 // ELICIT_TMUX_TEST=require.
@@ -59,6 +63,7 @@ func TestTmuxBilling(t *testing.T) {
 		"Message:  ",
 		"Domain:   127.0.0.1",
 		"Nothing has been opened or fetched.",
+		"Esc or Ctrl-C: cancel",
 	} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("the consent screen lacks %q:\n%s", want, screen)
@@ -76,6 +81,39 @@ func TestTmuxBilling(t *testing.T) {
 	}
 	if status != "1" {
 		t.Errorf("run 1 exit status %s, want 1 (isError)", status)
+	}
+
+	// Esc and Ctrl-C cancel every prompt, in the same words. Each run is
+	// another user, so none is connected by an earlier one.
+	for _, tc := range []struct {
+		user, tool string
+		steps      [][2]string // wait for [0], then press [1]
+		says, ends string
+	}{
+		{"esc-consent", "connect_billing", [][2]string{{"Do you want to open this page?", "Escape"}},
+			"Do you want to open this page? Cancelled (Esc or Ctrl-C).", billing.TextCancelled},
+		{"ctrl-c-consent", "connect_billing", [][2]string{{"Do you want to open this page?", "C-c"}},
+			"Do you want to open this page? Cancelled (Esc or Ctrl-C).", billing.TextCancelled},
+		{"esc-finished", "connect_billing", [][2]string{{"Do you want to open this page?", "Enter"}, {"When you have finished on the page", "Escape"}},
+			"When you have finished on the page: Cancelled (Esc or Ctrl-C).", billing.TextCancelled},
+		{"esc-field", "export_report", [][2]string{{"Fill in this form?", "Enter"}, {"Detail level", "Escape"}},
+			"Form: Cancelled (Esc or Ctrl-C).", reports.TextExportCancelled},
+		{"esc-review", "export_report", [][2]string{{"Fill in this form?", "Enter"}, {"Detail level", "Enter"}, {"Label", "Q2"}, {"Label", "Enter"},
+			{"Send these answers?", "Escape"}}, "Send these answers? Cancelled (Esc or Ctrl-C).", reports.TextExportCancelled},
+	} {
+		args := ""
+		if tc.tool == "export_report" {
+			args = " --arg period=2026-Q2 --arg dataset=sales"
+		}
+		tm.start(tc.user, fmt.Sprintf("%s call %s --url %s/mcp --token %s%s", elicitBin, tc.tool, base, tc.user, args))
+		for _, st := range tc.steps {
+			tm.waitFor(tc.user, st[0])
+			tm.keys(tc.user, st[1])
+		}
+		status, screen := tm.waitDead(tc.user)
+		if !strings.Contains(screen, tc.says) || lastLine(screen) != tc.ends || status != "1" {
+			t.Errorf("%s: exit %s; want %q and the server's cancel text %q last:\n%s", tc.user, status, tc.says, tc.ends, screen)
+		}
 	}
 
 	// Run 2: the user does the page step in a browser, then accepts.
