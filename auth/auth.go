@@ -44,11 +44,14 @@ var ErrIssuerUnavailable = errors.New("auth: issuer unavailable")
 // reached; Challenge is the WWW-Authenticate value to send with it ("" for
 // none). It matches ErrUnauthenticated, ErrForbidden (403) or
 // ErrIssuerUnavailable (503) with errors.Is. Reason is for the server log
-// and never holds the token.
+// and never holds the token. Help, when set, tells the client in a
+// sentence how to authenticate (it goes into the answer's message, so it
+// holds nothing secret either).
 type Error struct {
 	Status    int
 	Challenge string
 	Reason    string
+	Help      string
 }
 
 func (e *Error) Error() string { return "auth: " + e.Reason }
@@ -107,11 +110,23 @@ type DemoBearer struct {
 	Realm string
 }
 
-// Authenticate reads the bearer token as the user name.
+// DemoHelp is how a client authenticates to DemoBearer; a refusal carries
+// it (Error.Help).
+const DemoHelp = "send Authorization: Bearer <your user name>"
+
+// Authenticate reads the bearer token as the user name. A request without
+// one, or with one that is not a user name, gets an *Error: 401 with the
+// challenge (error="invalid_token" when a token was sent, RFC 6750 §3.1)
+// and DemoHelp.
 func (d DemoBearer) Authenticate(r *http.Request) (Principal, error) {
 	token, err := BearerToken(r.Header)
-	if err != nil || !ValidUserName(token) {
-		return Principal{}, ErrUnauthenticated // none, ambiguous or malformed
+	switch {
+	case errors.Is(err, errNoBearer):
+		return Principal{}, &Error{Status: http.StatusUnauthorized, Challenge: d.Challenge(), Reason: "no bearer token", Help: DemoHelp}
+	case err != nil || !ValidUserName(token):
+		return Principal{}, &Error{Status: http.StatusUnauthorized, Challenge: d.Challenge() + `, error="invalid_token"`,
+			Reason: "the bearer token is not a demo user name",
+			Help:   "the bearer token must be a user name of 1 to 64 letters, digits, '.', '_' or '-': " + DemoHelp}
 	}
 	return Principal{Subject: token}, nil
 }

@@ -40,6 +40,13 @@ func TestDemoBearer(t *testing.T) {
 		if err != nil && !errors.Is(err, ErrUnauthenticated) {
 			t.Errorf("%q: error %v is not ErrUnauthenticated", tt.header, err)
 		}
+		// A refusal says how to authenticate; a token sent but refused
+		// is an invalid_token (RFC 6750 §3.1), no token just the challenge.
+		var ae *Error
+		if err != nil && (!errors.As(err, &ae) || ae.Status != 401 || !strings.HasSuffix(ae.Help, DemoHelp) ||
+			(ae.Challenge == d.Challenge()) != (tt.header == "" || strings.HasPrefix(tt.header, "Basic"))) {
+			t.Errorf("%q: %#v", tt.header, err)
+		}
 	}
 	r := httptest.NewRequest("POST", "/mcp", nil)
 	r.Header.Add("Authorization", "Bearer alice")

@@ -264,3 +264,16 @@ func TestWriteTextSaysItOnce(t *testing.T) {
 		t.Errorf("%d results in the report, want 21 (grouping is for the text only)", len(rep.Results))
 	}
 }
+
+// The JSON report shows text as text: R&D > plan, not R\u0026D \u003e plan.
+func TestWriteJSONTextAsText(t *testing.T) {
+	rep := &Report{URL: "http://127.0.0.1/mcp", Tool: "export_report"}
+	rep.add(Result{ID: CaseDecline, Verdict: Pass, Observed: `complete result "Draft labelled R&D > plan <v2>"`})
+	var js strings.Builder
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(js.String(), `R&D > plan <v2>`) {
+		t.Errorf("JSON report:\n%s", js.String())
+	}
+}

@@ -76,9 +76,9 @@ func TestFormLineMode(t *testing.T) {
 				"frobnicate\n7\n2\nsubmit\n",
 			action:  "accept",
 			content: map[string]any{"email": "bob@example.com", "ratio": 0.5, "count": 3.0, "notify": false, "color": "green", "detail": "detailed", "tags": []string{"b"}, "when": "2026-07-28", "label": "Q2"},
-			out: []string{"Email: must be an email address", "Ratio: must be at most 1", "Count: must be a whole number", "Notify me: type yes or no",
-				"Colour: type a number from 1 to 2, or one of the values", "Tags: choose at most 2", "Date: must be a date (YYYY-MM-DD)",
-				"Label: must be at most 5 characters", "Please type submit, a number from 1 to 10, edit, :decline or :cancel.", "  8. Days: (no answer)", "  7. Tags: b"}},
+			out: []string{"Email (email): must be an email address", "Ratio (ratio): must be at most 1", "Count (count): must be a whole number", "Notify me: type yes or no",
+				"Colour: type a number from 1 to 2, or one of the values", "Tags (tags): choose at most 2", "Date (when): must be a date (YYYY-MM-DD)",
+				"Label (label): must be at most 5 characters", "Please type submit, a number from 1 to 10, edit, :decline or :cancel.", "  8. Days: (no answer)", "  7. Tags: b"}},
 		// The review takes the field prompts' words, and the plain ones.
 		{name: "decline at the review", input: "bob@example.com\n\n\n\n\n\n\n\n\n\n:decline\n", action: "decline",
 			out: []string{"a number to change that answer, edit to go through them all, :decline to refuse, or :cancel to dismiss:"}},
@@ -90,10 +90,10 @@ func TestFormLineMode(t *testing.T) {
 			out: []string{"Please type submit, a number from 1 to 10, edit, :decline or :cancel."}},
 		{name: "decline at a field", input: ":decline\n", action: "decline"},
 		{name: "Esc at a field", input: "\x1b\n", action: "cancel"},
-		{name: "a plain word at a field is an answer", input: "cancel\n:cancel\n", action: "cancel", out: []string{"Email: must be an email address"}},
+		{name: "a plain word at a field is an answer", input: "cancel\n:cancel\n", action: "cancel", out: []string{"Email (email): must be an email address"}},
 		{name: "cancel at a field", input: "bob@example.com\n:cancel\n", action: "cancel"},
 		{name: "end of input is cancel", input: "bob@example.com\n", action: "cancel"},
-		{name: "a required field cannot be skipped", input: "\n\n:cancel\n", action: "cancel", out: []string{"Email: is required"}},
+		{name: "a required field cannot be skipped", input: "\n\n:cancel\n", action: "cancel", out: []string{"Email (email): missing; it is required"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, out := lineTerminal(tc.input, nil)

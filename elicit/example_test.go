@@ -30,7 +30,7 @@ func ExampleFormSchema() {
 	// Output:
 	// {"type":"object","properties":{"detail":{"type":"string","title":"Detail level","oneOf":[{"const":"summary","title":"Summary"},{"const":"detailed","title":"Detailed"}]},"label":{"type":"string","title":"Label","minLength":1,"maxLength":80}},"required":["detail","label"]}
 	// accepted detailed Q3 sales 2
-	// invalid - Detail level: must be one of the choices; Label: must be at least 1 character
+	// invalid - Detail level (detail): must be one of the choices; Label (label): must be at least 1 character
 }
 
 // A field that asks for a secret is refused when the form is built; the

@@ -99,6 +99,16 @@ func (p *Property) label(name string) string {
 	return name
 }
 
+// field names a property in a message: its title and, when that differs,
+// its name in brackets ("Label (label)"), so both the user and the
+// client's developer know which one.
+func (p *Property) field(name string) string {
+	if p.Title != "" && p.Title != name {
+		return p.Title + " (" + name + ")"
+	}
+	return name
+}
+
 // ParseSchema parses and checks a requestedSchema this server is about to
 // send (ELI-S-06): a JSON object with "type":"object", "properties" whose
 // values are flat primitives (string with optional minLength, maxLength

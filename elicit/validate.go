@@ -12,8 +12,9 @@ import (
 )
 
 // Problem is one reason form content does not fit its schema. Message
-// names the property (by title, else name) and the rule, never the value,
-// so it is safe to log and to show in a re-ask.
+// names the property (its title and name) and the rule, and for a wrong
+// type the kind of value found, never the value itself, so it is safe to
+// log and to show in a re-ask.
 type Problem struct {
 	// Property is the property name.
 	Property string
@@ -21,7 +22,8 @@ type Problem struct {
 	// "maxLength", "format", "minimum", "maximum", "enum", "minItems",
 	// "maxItems" or "uniqueItems".
 	Rule string
-	// Message is a short human sentence, e.g. `Label: must be at most 80 characters`.
+	// Message is a short human sentence, e.g. `Label (label): must be at
+	// most 80 characters` or `Label (label): missing; it is required`.
 	Message string
 }
 
@@ -80,7 +82,7 @@ func (s *Schema) ValidateContent(content map[string]any) (map[string]any, error)
 		required := s.isRequired(name)
 		if !present {
 			if required {
-				probs = append(probs, Problem{name, "required", p.label(name) + ": is required"})
+				probs = append(probs, Problem{name, "required", p.field(name) + ": missing; it is required"})
 			}
 			continue
 		}
@@ -90,7 +92,7 @@ func (s *Schema) ValidateContent(content map[string]any) (map[string]any, error)
 		}
 		nv := normalize(p, v)
 		if list, ok := nv.([]string); ok && required && len(list) == 0 {
-			probs = append(probs, Problem{name, "required", p.label(name) + ": choose at least one"})
+			probs = append(probs, Problem{name, "required", p.field(name) + ": none chosen; choose at least one"})
 			continue
 		}
 		out[name] = nv
@@ -113,13 +115,14 @@ func plural(n int, unit string) string {
 // check returns the problem of v against p, or nil.
 func (p *Property) check(name string, v any) *Problem {
 	bad := func(rule, msg string) *Problem {
-		return &Problem{Property: name, Rule: rule, Message: p.label(name) + ": " + msg}
+		return &Problem{Property: name, Rule: rule, Message: p.field(name) + ": " + msg}
 	}
+	wrongType := func(want string) *Problem { return bad("type", "must be "+want+", not "+kindOf(v)) }
 	switch p.Type {
 	case "string":
 		s, ok := v.(string)
 		if !ok {
-			return bad("type", "must be text")
+			return wrongType("text")
 		}
 		if p.Enum != nil {
 			if !contains(p.Enum, s) {
@@ -140,7 +143,7 @@ func (p *Property) check(name string, v any) *Problem {
 	case "number", "integer":
 		f, ok := toFloat(v)
 		if !ok {
-			return bad("type", "must be a number")
+			return wrongType("a number")
 		}
 		if p.Type == "integer" && f != math.Trunc(f) {
 			return bad("integer", "must be a whole number")
@@ -153,12 +156,12 @@ func (p *Property) check(name string, v any) *Problem {
 		}
 	case "boolean":
 		if _, ok := v.(bool); !ok {
-			return bad("type", "must be true or false")
+			return wrongType("true or false")
 		}
 	case "array":
 		items, ok := toStrings(v)
 		if !ok {
-			return bad("type", "must be a list of choices")
+			return wrongType("a list of choices")
 		}
 		seen := make(map[string]bool, len(items))
 		for _, it := range items {
@@ -180,6 +183,24 @@ func (p *Property) check(name string, v any) *Problem {
 		return bad("type", "has a type forms do not support")
 	}
 	return nil
+}
+
+// kindOf names the kind of a decoded JSON value, never the value.
+func kindOf(v any) string {
+	switch v.(type) {
+	case string:
+		return "text"
+	case bool:
+		return "true or false"
+	case []any, []string:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	}
+	if _, ok := toFloat(v); ok {
+		return "a number"
+	}
+	return "another kind of value"
 }
 
 // normalize returns v (already checked against p) as string, float64, bool

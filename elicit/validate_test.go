@@ -133,19 +133,22 @@ func TestValidateContentCleansAndNamesNoValues(t *testing.T) {
 		t.Fatalf("Validate refused an extra key: %v", err)
 	}
 
-	// Every problem is listed, in schema order, by title, without values.
-	_, err = s.ValidateContent(map[string]any{"label": "SECRETVALUE-TOO-LONG", "count": 9.0, "level": "PRIVATE-CHOICE"})
+	// Every problem is listed, in schema order, by title and name, a
+	// missing one as missing, without values (a wrong type says the kind
+	// of value found).
+	_, err = s.ValidateContent(map[string]any{"label": "SECRETVALUE-TOO-LONG", "count": 9.0, "level": "PRIVATE-CHOICE", "ok": "SECRETTEXT"})
 	var ve *ValidationError
-	if !errors.As(err, &ve) || len(ve.Problems) != 4 {
+	if !errors.As(err, &ve) || len(ve.Problems) != 5 {
 		t.Fatalf("err = %v", err)
 	}
 	got := err.Error()
-	for _, w := range []string{"Label: must be at most 5 characters", "count: must be at most 4", "level: must be one of the choices", "flags: is required"} {
+	for _, w := range []string{"Label (label): must be at most 5 characters", "count: must be at most 4", "level: must be one of the choices",
+		"ok: must be true or false, not text", "flags: missing; it is required"} {
 		if !strings.Contains(got, w) {
 			t.Errorf("error %q lacks %q", got, w)
 		}
 	}
-	if strings.Contains(got, "SECRETVALUE") || strings.Contains(got, "PRIVATE-CHOICE") {
+	if strings.Contains(got, "SECRETVALUE") || strings.Contains(got, "PRIVATE-CHOICE") || strings.Contains(got, "SECRETTEXT") {
 		t.Fatalf("error quotes a value: %q", got)
 	}
 	if _, err := (*Schema)(nil).ValidateContent(nil); !errors.Is(err, ErrBadSchema) {
@@ -168,7 +171,7 @@ func TestDecodeAnswer(t *testing.T) {
 		{"accept 95.5", `{"action":"accept","content":{"score":95.5}}`, s, Accepted, map[string]any{"score": 95.5}, ""},
 		{"accept drops extra keys", `{"action":"accept","content":{"score":1,"x":"y"}}`, s, Accepted, map[string]any{"score": 1.0}, ""},
 		{"accept invalid", `{"action":"accept","content":{"score":101}}`, s, Invalid, nil, "score: must be at most 100"},
-		{"accept without content", `{"action":"accept"}`, s, Invalid, nil, "score: is required"},
+		{"accept without content", `{"action":"accept"}`, s, Invalid, nil, "score: missing; it is required"},
 		{"accept content not an object", `{"action":"accept","content":"x"}`, s, Invalid, nil, problemNotObject},
 		{"decline is never validated", `{"action":"decline","content":{"score":"junk"}}`, s, Declined, nil, ""},
 		{"decline with non-object content", `{"action":"decline","content":12}`, s, Declined, nil, ""},

@@ -148,7 +148,8 @@ type Handler struct {
 // NewHandler returns a Handler that sends 2026-07-28 requests to modern
 // and serves 2025-era clients from srv's registered handlers. Register
 // every tool, prompt, resource and the completion handler on srv before
-// calling it: the 2025 side copies the lists once.
+// calling it: the 2025 side copies the lists once. It tells srv that the
+// endpoint serves Versions too (mcpserver.Server.AlsoServed).
 func NewHandler(srv *mcpserver.Server, modern *streamhttp.Handler, opts *Options) *Handler {
 	var o Options
 	if opts != nil {
@@ -184,6 +185,9 @@ func NewHandler(srv *mcpserver.Server, modern *streamhttp.Handler, opts *Options
 	if o.InputTimeout <= 0 {
 		o.InputTimeout = reqstate.DefaultTTL
 	}
+	// Clients of either era learn, from discover or -32022, that the
+	// endpoint serves these too.
+	srv.AlsoServed(Versions...)
 	reg := &registry{log: o.Logger, idle: o.SessionTimeout, max: o.MaxSessions, perUser: o.MaxSessionsPerPrincipal,
 		byID: map[string]*session{}, byUser: map[string][]*session{}}
 	b := &bridge{srv: srv, opts: o, log: o.Logger, reg: reg}

@@ -279,7 +279,9 @@ func argumentProblem(err error) string {
 	case errors.As(err, &ye) && errors.Is(err, jsontext.ErrDuplicateName):
 		return strconv.Quote(pointerPath(string(ye.JSONPointer))) + " appears twice"
 	case errors.As(err, &se) && se.JSONPointer != "":
-		return strconv.Quote(pointerPath(string(se.JSONPointer))) + " has the wrong type"
+		// What it must be and the kind found (jsonError), never the value.
+		ptr, problem := jsonError(err)
+		return strconv.Quote(pointerPath(ptr)) + " " + problem
 	}
 	return "arguments are not a valid JSON object"
 }

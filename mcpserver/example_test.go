@@ -213,7 +213,7 @@ func ExampleServer_AddTool() {
 	fmt.Println(res.Content[0].Text)
 	// Output:
 	// asked: "Choose the detail level."
-	// asked: "Choose the detail level.\n\nYour previous answer was not accepted: Detail level: must be one of the choices. Please correct it."
+	// asked: "Choose the detail level.\n\nYour previous answer was not accepted: Detail level (detail): must be one of the choices. Please correct it."
 	// Prepared a detailed draft for 2026-Q2.
 }
 

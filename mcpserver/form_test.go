@@ -168,7 +168,7 @@ func TestReaskAtMostTwice(t *testing.T) {
 					t.Fatalf("invalid answer %d: %v %v", i, r, err)
 				}
 				msg := inputMessage(t, r, "report_options")
-				want := first + "\n\nYour previous answer was not accepted: Detail level: must be one of the choices; Label: must be at least 1 character. Please correct it."
+				want := first + "\n\nYour previous answer was not accepted: Detail level (detail): must be one of the choices; Label (label): must be at least 1 character. Please correct it."
 				if msg != want {
 					t.Fatalf("re-ask %d message\n got %q\nwant %q", i, msg, want)
 				}

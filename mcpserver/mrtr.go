@@ -693,18 +693,28 @@ func decodePayload(b []byte) (map[string]issued, []byte, bool) {
 // is not refused here: the handler reads it as Invalid and asks again.
 // validResult reports whether raw is a valid result of an input request
 // of kind.
-func validResult(kind byte, raw json.RawMessage) bool {
+func validResult(kind byte, raw json.RawMessage) bool { return resultProblem(kind, raw) == "" }
+
+// resultProblem says why raw is not a valid result of an input request of
+// kind, "" when it is one.
+func resultProblem(kind byte, raw json.RawMessage) string {
 	switch kind {
 	case kindForm, kindURL:
-		return elicit.DecodeAnswer(raw, nil).Outcome != elicit.Invalid
+		if a := elicit.DecodeAnswer(raw, nil); a.Outcome == elicit.Invalid {
+			return a.Problem
+		}
 	case kindSampling:
 		var res mcp.CreateMessageResult
-		return jsonv2.Unmarshal(raw, &res) == nil && res.Role != "" && len(res.Content) > 0 && res.Model != ""
+		if jsonv2.Unmarshal(raw, &res) != nil || res.Role == "" || len(res.Content) == 0 || res.Model == "" {
+			return "a sampling result needs role, content and model"
+		}
 	case kindRoots:
 		var res mcp.ListRootsResult
-		return jsonv2.Unmarshal(raw, &res) == nil && res.Roots != nil
+		if jsonv2.Unmarshal(raw, &res) != nil || res.Roots == nil {
+			return "a roots result needs a roots array"
+		}
 	}
-	return true
+	return ""
 }
 
 // ValidInputResponse reports whether raw is a valid result of an input
@@ -731,8 +741,8 @@ func checkResponses(issued map[string]issued, responses map[string]json.RawMessa
 		if !ok || len(raw) == 0 || string(raw) == "null" {
 			continue
 		}
-		if !validResult(is.kind, raw) {
-			return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: inputResponses[%q] is not a valid result of the request issued under that key", key)
+		if problem := resultProblem(is.kind, raw); problem != "" {
+			return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: inputResponses[%q] is not a valid result of the request issued under that key: %s", key, problem)
 		}
 	}
 	return nil

@@ -72,13 +72,16 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"reflect"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/mcp-elicit/elicit/jsonrpc"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/reqstate"
@@ -136,6 +139,9 @@ type Server struct {
 	log       *slog.Logger
 	versions  []string
 	maxRounds int
+	// endpoint lists every version the endpoint serves: versions, then
+	// those served beside this server (AlsoServed). Under mu.
+	endpoint []string
 
 	mu        sync.RWMutex
 	tools     []*toolEntry
@@ -226,6 +232,7 @@ func New(info mcp.Implementation, opts *Options) *Server {
 	if len(s.versions) == 0 {
 		s.versions = []string{mcp.ProtocolVersion}
 	}
+	s.endpoint = s.versions
 	if s.opts.ListCache.Scope == "" {
 		s.opts.ListCache = CacheHint{TTL: 5 * time.Minute, Scope: mcp.CacheScopePrivate}
 	}
@@ -242,8 +249,37 @@ func New(info mcp.Implementation, opts *Options) *Server {
 // Info returns the server's identity.
 func (s *Server) Info() mcp.Implementation { return s.info }
 
-// SupportedVersions returns the protocol versions served.
+// SupportedVersions returns the protocol versions this server serves
+// (Options.SupportedVersions).
 func (s *Server) SupportedVersions() []string { return s.versions }
+
+// AlsoServed records protocol versions that another handler serves on the
+// same endpoint, such as package legacy's bridge for 2025-11-25 clients,
+// which calls it when it is mounted. They are listed, after this
+// server's own, in server/discover's supportedVersions and in the
+// data.supported of -32022 (VER-S-02), so a client learns every version
+// the endpoint takes; CheckVersion still refuses them in this server's
+// request shape, saying where they are served. Call it before serving.
+func (s *Server) AlsoServed(versions ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	all := slices.Clone(s.endpoint)
+	for _, v := range versions {
+		if !slices.Contains(all, v) {
+			all = append(all, v)
+		}
+	}
+	s.endpoint = all
+	s.encoded = nil
+	s.gen++
+}
+
+// endpointVersions returns every version the endpoint serves.
+func (s *Server) endpointVersions() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.endpoint
+}
 
 // AddTool registers a tool. It panics if the name is not 1–64 characters of
 // [A-Za-z0-9_./-], is already registered, the input schema is not a JSON
@@ -416,15 +452,19 @@ func (s *Server) Known(method string) bool {
 }
 
 // CheckVersion returns nil when v is served, else -32022 with
-// data {supported, requested} (VER-S-02).
+// data {supported, requested} (VER-S-02); supported lists every version
+// the endpoint serves (AlsoServed).
 func (s *Server) CheckVersion(v string) *jsonrpc.Error {
-	for _, sv := range s.versions {
-		if v == sv {
-			return nil
-		}
+	if slices.Contains(s.versions, v) {
+		return nil
 	}
-	return &jsonrpc.Error{Code: mcp.CodeUnsupportedProtocolVersion, Message: "Unsupported protocol version",
-		Data: mcp.UnsupportedVersionData{Supported: s.versions, Requested: v}}
+	all := s.endpointVersions()
+	msg := "Unsupported protocol version"
+	if slices.Contains(all, v) {
+		msg += ": " + v + " is served on this endpoint through initialize and a session, not in this request's form"
+	}
+	return &jsonrpc.Error{Code: mcp.CodeUnsupportedProtocolVersion, Message: msg,
+		Data: mcp.UnsupportedVersionData{Supported: all, Requested: v}}
 }
 
 // Incoming is a parsed request, ready for the transport's checks and for Serve.
@@ -519,17 +559,83 @@ func Parse(req *jsonrpc.Request) (*Incoming, *jsonrpc.Error) {
 	return in, nil
 }
 
-// jsonProblem names where decoding failed, never the value found there.
+// jsonProblem says where decoding failed (the member's JSON Pointer) and
+// what is wrong there — what it must be and the kind of value found, an
+// unknown member, a member given twice — never the value found there.
 func jsonProblem(err error) string {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return fmt.Sprintf("%s has the wrong type", te.Field)
+	ptr, problem := jsonError(err)
+	if ptr == "" {
+		return problem
 	}
+	return ptr + " " + problem
+}
+
+// jsonError splits a decoding error into the JSON Pointer of the member
+// at fault ("" for the whole value) and the problem there.
+func jsonError(err error) (ptr, problem string) {
 	var se *jsonv2.SemanticError
-	if errors.As(err, &se) && se.JSONPointer != "" {
-		return fmt.Sprintf("%s has the wrong type", se.JSONPointer)
+	var sx *jsontext.SyntacticError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se) && errors.Is(se.Err, jsonv2.ErrUnknownName):
+		return string(se.JSONPointer), "is not known"
+	case errors.As(err, &se) && se.GoType != nil:
+		want := goKind(se.GoType)
+		if se.JSONPointer == "" {
+			return "", "must be " + want
+		}
+		if want == "a whole number" && se.JSONKind == '0' {
+			return string(se.JSONPointer), "must be a whole number"
+		}
+		return string(se.JSONPointer), "must be " + want + ", not " + jsonKind(se.JSONKind)
+	case errors.As(err, &sx) && errors.Is(sx.Err, jsontext.ErrDuplicateName):
+		return string(sx.JSONPointer), "is given twice"
+	case errors.As(err, &te):
+		return "/" + strings.ReplaceAll(te.Field, ".", "/"), "has the wrong type"
 	}
-	return "malformed JSON"
+	return "", "malformed JSON"
+}
+
+// goKind says what JSON a Go type takes.
+func goKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "another kind of value"
+}
+
+// jsonKind names the kind of JSON value a jsontext.Kind starts.
+func jsonKind(k jsontext.Kind) string {
+	switch k {
+	case '"':
+		return "a string"
+	case '0':
+		return "a number"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	}
+	return "another kind of value"
 }
 
 // Notifier sends one notification on the response stream of the request
@@ -818,7 +924,7 @@ func (s *Server) buildStatic(in *Incoming) (any, error) {
 	lc := s.opts.ListCache
 	switch in.Method {
 	case mcp.MethodDiscover:
-		return &mcp.DiscoverResult{ResultType: mcp.ResultTypeComplete, SupportedVersions: s.versions,
+		return &mcp.DiscoverResult{ResultType: mcp.ResultTypeComplete, SupportedVersions: s.endpointVersions(),
 			Capabilities: s.Capabilities(), Instructions: s.opts.Instructions,
 			TTLMs: ttlMs(lc.TTL), CacheScope: lc.Scope, Meta: s.serverMeta()}, nil
 	case mcp.MethodToolsList:

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -294,8 +295,8 @@ func TestParseErrors(t *testing.T) {
 		{`{"_meta":null}`, "_meta is required"},
 		{`{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}}}`, "_meta is missing io.modelcontextprotocol/protocolVersion"},
 		{`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`, "_meta is missing io.modelcontextprotocol/clientCapabilities"},
-		{`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":"all"}}`, "/_meta/io.modelcontextprotocol~1clientCapabilities has the wrong type"},
-		{`{"_meta":{"io.modelcontextprotocol/protocolVersion":7,"io.modelcontextprotocol/clientCapabilities":{}}}`, "wrong type"},
+		{`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":"all"}}`, "/_meta/io.modelcontextprotocol~1clientCapabilities must be an object, not a string"},
+		{`{"_meta":{"io.modelcontextprotocol/protocolVersion":7,"io.modelcontextprotocol/clientCapabilities":{}}}`, "/_meta/io.modelcontextprotocol~1protocolVersion must be a string, not a number"},
 	}
 	for _, tt := range tests {
 		req, _ := jsonrpc.DecodeRequest([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":` + tt.params + `}`))
@@ -322,5 +323,117 @@ func TestUnavailableIsRetryable(t *testing.T) {
 	_, err = c.call(t, toolCall("bug", `{}`, ""))
 	if err == nil || err.Message != "Internal error" || err.Data != nil {
 		t.Fatalf("bug: %v", err)
+	}
+}
+
+// TestArgumentErrorsNameTheArgument: a -32602 for arguments names the
+// argument and says what is wrong with it — the kind it must be and the
+// kind found, unknown, given twice — never its value.
+func TestArgumentErrorsNameTheArgument(t *testing.T) {
+	type args struct {
+		DraftID string   `json:"draft_id"`
+		Count   int      `json:"count"`
+		Ratio   float64  `json:"ratio"`
+		Tags    []string `json:"tags"`
+		Opts    struct {
+			On bool `json:"on"`
+		} `json:"opts"`
+	}
+	for _, tc := range []struct {
+		raw  string
+		want string
+	}{
+		{`{"draft_id":12345}`, `Invalid params: "draft_id" must be a string, not a number`},
+		{`{"count":"SECRET"}`, `Invalid params: "count" must be a whole number, not a string`},
+		{`{"count":1.5}`, `Invalid params: "count" must be a whole number`},
+		{`{"ratio":true}`, `Invalid params: "ratio" must be a number, not a boolean`},
+		{`{"tags":"SECRET"}`, `Invalid params: "tags" must be an array, not a string`},
+		{`{"opts":{"on":"SECRET"}}`, `Invalid params: "opts.on" must be true or false, not a string`},
+		{`{"draft_id":"a","draft_id":"b"}`, `Invalid params: "draft_id" appears twice`},
+		{`{"colour":"SECRET"}`, `Invalid params: "colour" is not a known argument`},
+		{`{"a/b~c":1}`, `Invalid params: "a/b~c" is not a known argument`},
+		{`{"draft_id":"d1","count":2}`, ""},
+	} {
+		r := &Request{Arguments: json.RawMessage(tc.raw)}
+		var a args
+		err := r.BindArguments(&a)
+		var je *jsonrpc.Error
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.raw, err)
+		case tc.want != "" && (!errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams || je.Message != tc.want):
+			t.Errorf("%s: %v, want -32602 %q", tc.raw, err, tc.want)
+		case err != nil && strings.Contains(err.Error(), "SECRET"):
+			t.Errorf("%s: the value is quoted: %v", tc.raw, err)
+		}
+	}
+}
+
+// TestInputResponseErrorsSayWhy: an inputResponses entry that is not a
+// result of its request is refused with -32602 saying what is wrong.
+func TestInputResponseErrorsSayWhy(t *testing.T) {
+	c := rpc{newTestServer(t), "alice"}
+	r1, err := c.call(t, toolCall("ask_form", `{"elicitation":{}}`, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := r1["requestState"].(string)
+	for _, tc := range []struct{ answer, want string }{
+		{`{"action":"acc"}`, `inputResponses["opts"] is not a valid result of the request issued under that key: the answer has no known action (accept, decline or cancel)`},
+		{`{"action":"accept","content":[1]}`, ""},
+		{`"accept"`, `inputResponses["opts"] is not a valid result of the request issued under that key: the answer could not be read (not an elicitation result)`},
+	} {
+		_, err := c.call(t, toolCall("ask_form", `{"elicitation":{}}`, retry(st, `{"opts":`+tc.answer+`}`)))
+		if tc.want == "" {
+			// Content is the handler's to judge: asked again, not refused.
+			if err != nil {
+				t.Errorf("%s: refused: %v", tc.answer, err)
+			}
+			continue
+		}
+		if err == nil || err.Code != jsonrpc.CodeInvalidParams || !strings.HasSuffix(err.Message, tc.want) {
+			t.Errorf("%s: %v, want -32602 ending %q", tc.answer, err, tc.want)
+		}
+	}
+}
+
+// TestAlsoServed: versions served beside the server on its endpoint are
+// listed in discover and in -32022, after its own; it still refuses them
+// in its own request shape, saying where they are served.
+func TestAlsoServed(t *testing.T) {
+	s := New(mcp.Implementation{Name: "t", Version: "1"}, nil)
+	supported := func(v string) []string {
+		t.Helper()
+		jerr := s.CheckVersion(v)
+		if jerr == nil || jerr.Code != mcp.CodeUnsupportedProtocolVersion {
+			t.Fatalf("%s: %v, want -32022", v, jerr)
+		}
+		return jerr.Data.(mcp.UnsupportedVersionData).Supported
+	}
+	discover := func() []string {
+		t.Helper()
+		res, err := rpc{s, ""}.call(t, `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, v := range res["supportedVersions"].([]any) {
+			out = append(out, v.(string))
+		}
+		return out
+	}
+	if got := supported("2099-01-01"); !reflect.DeepEqual(got, []string{"2026-07-28"}) || !reflect.DeepEqual(discover(), got) {
+		t.Fatalf("before: -32022 %q, discover %q", got, discover())
+	}
+	s.AlsoServed("2025-11-25", "2026-07-28", "2025-06-18")
+	want := []string{"2026-07-28", "2025-11-25", "2025-06-18"}
+	if got := supported("2099-01-01"); !reflect.DeepEqual(got, want) || !reflect.DeepEqual(discover(), want) {
+		t.Errorf("after: -32022 %q, discover %q; want %q", got, discover(), want)
+	}
+	if jerr := s.CheckVersion("2025-11-25"); jerr == nil || !strings.Contains(jerr.Message, "served on this endpoint through initialize") {
+		t.Errorf("2025-11-25 in a 2026 request: %v", jerr)
+	}
+	if s.CheckVersion("2026-07-28") != nil || !reflect.DeepEqual(s.SupportedVersions(), []string{"2026-07-28"}) {
+		t.Error("its own version is no longer served alone")
 	}
 }

@@ -147,7 +147,7 @@ func TestBindArgumentsIsStrict(t *testing.T) {
 	for raw, want := range map[string]string{
 		`{"region":"eu","extra":1}`:   `"extra" is not a known argument`,
 		`{"Region":"eu"}`:             `"Region" is not a known argument`,
-		`{"region":1}`:                `"region" has the wrong type`,
+		`{"region":1}`:                `"region" must be a string, not a number`,
 		`{"region":"a","region":"b"}`: `"region" appears twice`,
 	} {
 		err := (&Request{Arguments: json.RawMessage(raw)}).BindArguments(&args)
@@ -212,7 +212,7 @@ func TestTypedToolAsks(t *testing.T) {
 		t.Fatalf("text reply: %v", r)
 	}
 	r = answer(`{"action":"accept","content":{"name":""}}`)
-	if r["resultType"] != "input_required" || !strings.Contains(inputMessage(t, r, "who"), "Your name: must be at least 1 character") {
+	if r["resultType"] != "input_required" || !strings.Contains(inputMessage(t, r, "who"), "Your name (name): must be at least 1 character") {
 		t.Fatalf("invalid answer is asked again: %v", r)
 	}
 }

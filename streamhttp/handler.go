@@ -104,13 +104,14 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // refuseAuth answers a failed authentication: the status and
 // WWW-Authenticate challenge of an *auth.Error (401, 400 or 403, RFC 6750
 // §3; 503 with Retry-After and a retryable -32603 when the issuer is
-// unreachable), else 401 with the Authenticator's challenge. The reason goes to the
-// log at info level; it never holds the token.
+// unreachable), else 401 with the Authenticator's challenge. The message
+// of a 401 adds the error's Help, how to authenticate. The reason goes to
+// the log at info level; it never holds the token.
 func (h *Handler) refuseAuth(w http.ResponseWriter, r *http.Request, err error) {
-	status, challenge := http.StatusUnauthorized, h.auth.Challenge()
+	status, challenge, help := http.StatusUnauthorized, h.auth.Challenge(), ""
 	var ae *auth.Error
 	if errors.As(err, &ae) {
-		status, challenge = ae.Status, ae.Challenge
+		status, challenge, help = ae.Status, ae.Challenge, ae.Help
 		if status == http.StatusServiceUnavailable {
 			// As for a store outage: retryable, nothing was done.
 			h.log.Warn("streamhttp: cannot authenticate now", "reason", ae.Reason)
@@ -125,6 +126,9 @@ func (h *Handler) refuseAuth(w http.ResponseWriter, r *http.Request, err error) 
 		w.Header().Set("WWW-Authenticate", challenge)
 	}
 	msg := "Unauthorized"
+	if help != "" {
+		msg += ": " + help
+	}
 	if status == http.StatusForbidden {
 		msg = "Forbidden: insufficient scope"
 	} else if status == http.StatusBadRequest {

@@ -182,3 +182,19 @@ func TestPrintContentIsSafe(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// Server text is shown as text, in text content, in structured content
+// printed as JSON and with --json: R&D > plan, never R\u0026D \u003e plan.
+func TestTextShownAsText(t *testing.T) {
+	const label = "R&D > plan <v2>"
+	var b strings.Builder
+	printContent(&b, &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("Draft labelled " + label)}})
+	printContent(&b, &mcp.CallToolResult{StructuredContent: map[string]any{"label": label}})
+	if err := printJSON(&b, &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(label)}}); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	if strings.Count(got, label) != 3 || strings.Contains(got, `\u0026`) || strings.Contains(got, `\u003e`) {
+		t.Errorf("text not shown as text:\n%s", got)
+	}
+}

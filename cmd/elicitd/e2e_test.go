@@ -494,7 +494,7 @@ func TestNegativeCases(t *testing.T) {
 		v := strings.Replace(callBody(56, "connect_billing", "", metaURL), "2026-07-28", "2099-01-01", 1)
 		r := e.mcp("alice", "tools/call", "connect_billing", v, "MCP-Protocol-Version: 2099-01-01")
 		r.wantError(t, 400, -32022)
-		if string(r.Error.Data) != `{"supported":["2026-07-28"],"requested":"2099-01-01"}` {
+		if string(r.Error.Data) != `{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],"requested":"2099-01-01"}` {
 			t.Fatalf("-32022 data %s", r.Error.Data)
 		}
 		e.mcp("alice", "ping", "", `{"jsonrpc":"2.0","id":57,"method":"ping","params":{`+metaURL+`}}`).wantError(t, 404, -32601)

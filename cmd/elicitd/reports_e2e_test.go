@@ -726,7 +726,7 @@ func TestReportsInvalidAnswers(t *testing.T) {
 		`{"action":"accept","content":{"detail":"huge","label":"ok"}}`,
 		`{"action":"accept","content":{"detail":"summary","label":"` + long + `"}}`,
 	}
-	wants := []string{"Detail level: must be one of the choices", "Label: must be at most 80 characters"}
+	wants := []string{"Detail level (detail): must be one of the choices", "Label (label): must be at most 80 characters"}
 	for i := range bad {
 		r = e.export(2+i, "alice", "2026-Q2", "sales", retryWith(reports.KeyOptions, bad[i], r.state()), metaURL)
 		msg := r.input(t, reports.KeyOptions)["message"].(string)

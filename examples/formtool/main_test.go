@@ -70,7 +70,7 @@ func TestBookTable(t *testing.T) {
 	if _, err := answering(srv.URL, &asked, accept(tooMany), accept(good)).CallTool(ctx, "book_table", args); err != nil {
 		t.Fatal(err)
 	}
-	if len(asked) != 2 || !strings.Contains(asked[1], "Party size: must be at most 12") {
+	if len(asked) != 2 || !strings.Contains(asked[1], "Party size (party): must be at most 12") {
 		t.Fatalf("re-ask: %q", asked)
 	}
 

@@ -187,14 +187,18 @@ func writeU(out *bytes.Buffer, r rune) {
 }
 
 // WriteJSON writes v as indented JSON (two spaces) and a newline, with
-// its strings made safe by JSON. It returns the encoding or write error.
+// its strings made safe by JSON. Text stays text: &, < and > are not
+// HTML-escaped (R&D, not R\u0026D), since the output is read, not put in
+// a page. It returns the encoding or write error.
 func WriteJSON(w io.Writer, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	b = append(JSON(b), '\n')
-	_, err = w.Write(b)
+	_, err := w.Write(JSON(buf.Bytes())) // Encode ends it with a newline
 	return err
 }
 
