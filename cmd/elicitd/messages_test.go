@@ -45,16 +45,22 @@ func TestMessagesSayHow(t *testing.T) {
 		t.Errorf("discover supportedVersions %s", got)
 	}
 
-	r = e.export(4, "alice", "2026-Q2", "", "", metaURL)
-	r.wantError(t, http.StatusBadRequest, -32602)
-	if want := `Invalid params: argument "dataset" is missing: it is required (one of sales, support, usage)`; r.Error.Message != want {
-		t.Errorf("missing argument: %q, want %q", r.Error.Message, want)
+	for _, tc := range []struct{ args, name, says string }{
+		{`{"period":"2026-Q2"}`, "dataset", "required"},
+		{`{"period":"2026-Q2","dataset":"sales","colour":"red"}`, "colour", "not a known argument"},
+	} {
+		body := `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"export_report","arguments":` + tc.args + `,` + metaURL + `}}`
+		r = e.mcp("alice", "tools/call", reports.ToolExport, body)
+		r.wantError(t, http.StatusBadRequest, -32602)
+		if !strings.Contains(r.Error.Message, `"`+tc.name+`"`) || !strings.Contains(r.Error.Message, tc.says) {
+			t.Errorf("%s: %q, want it to name %q and say %q", tc.args, r.Error.Message, tc.name, tc.says)
+		}
 	}
 	body := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"send_report","arguments":{"draft_id":7,"recipient":"bob@example.com"},` + metaURL + `}}`
 	r = e.mcp("alice", "tools/call", reports.ToolSend, body)
 	r.wantError(t, http.StatusBadRequest, -32602)
-	if want := `Invalid params: argument "draft_id" must be a string, not a number`; r.Error.Message != want {
-		t.Errorf("argument of the wrong type: %q, want %q", r.Error.Message, want)
+	if !strings.Contains(r.Error.Message, `"draft_id"`) || !strings.Contains(r.Error.Message, "string") {
+		t.Errorf("argument of the wrong type: %q, want it to name \"draft_id\" and say it must be a string", r.Error.Message)
 	}
 
 	first := e.export(6, "alice", "2026-Q2", "sales", "", metaURL)
