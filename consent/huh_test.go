@@ -7,7 +7,6 @@ import (
 	"io"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -93,7 +92,7 @@ func TestHuhEscCancels(t *testing.T) {
 		{"Esc at the form's first choice", "\x1b", "Fill in this form? Cancelled (Esc or Ctrl-C).", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out := &syncBuilder{}
+			out := &strings.Builder{}
 			h := (&Terminal{In: keysThenWait(t, tc.keys), Out: out, Interactive: true}).Handlers()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -114,29 +113,11 @@ func TestHuhEscCancels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ss := &session{t: &Terminal{Interactive: true}, in: keysThenWait(t, "ab\x1b"), out: &syncBuilder{}}
+	ss := &session{t: &Terminal{Interactive: true}, in: keysThenWait(t, "ab\x1b"), out: &strings.Builder{}}
 	fields, _ := ss.huhFields(&form{schema: s, answers: map[string]any{}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := ss.runHuh(ctx, huh.NewGroup(fields...)); !errors.Is(err, huh.ErrUserAborted) {
 		t.Errorf("Esc in a field: %v, want huh.ErrUserAborted", err)
 	}
-}
-
-// syncBuilder is an output written by a terminal form's goroutines.
-type syncBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuilder) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuilder) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
