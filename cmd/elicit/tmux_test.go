@@ -87,7 +87,7 @@ func TestTmuxBilling(t *testing.T) {
 	// another user, so none is connected by an earlier one.
 	for _, tc := range []struct {
 		user, tool string
-		steps      [][2]string // wait for [0], then press [1]
+		steps      [][2]string // wait for [0] (the focused field's "┃" too), then press [1]
 		says, ends string
 	}{
 		{"esc-consent", "connect_billing", [][2]string{{"Do you want to open this page?", "Escape"}},
@@ -98,7 +98,7 @@ func TestTmuxBilling(t *testing.T) {
 			"When you have finished on the page: Cancelled (Esc or Ctrl-C).", billing.TextCancelled},
 		{"esc-field", "export_report", [][2]string{{"Fill in this form?", "Enter"}, {"Detail level", "Escape"}},
 			"Form: Cancelled (Esc or Ctrl-C).", reports.TextExportCancelled},
-		{"esc-review", "export_report", [][2]string{{"Fill in this form?", "Enter"}, {"Detail level", "Enter"}, {"Label", "Q2"}, {"Label", "Enter"},
+		{"esc-review", "export_report", [][2]string{{"Fill in this form?", "Enter"}, {"Detail level", "Enter"}, {"┃ Label", "Q2"}, {"> Q2", "Enter"},
 			{"Send these answers?", "Escape"}}, "Send these answers? Cancelled (Esc or Ctrl-C).", reports.TextExportCancelled},
 	} {
 		args := ""
