@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"html/template"
 	"log/slog"
+	"net"
 	"net/url"
 	"strings"
 	"sync"
@@ -49,15 +50,37 @@ const (
 	DefaultMaxAttempts = 20
 )
 
-// Cookie names. Both are HttpOnly, SameSite=Lax, Path=/, and Secure when
-// BaseURL is https.
+// Cookie base names. Every cookie the pages set is HttpOnly, SameSite=Lax
+// and Path=/. Where browsers accept Secure cookies — an https BaseURL, or
+// http on a loopback host (localhost, *.localhost, 127.0.0.0/8, [::1]),
+// which browsers treat as a secure context — each is also Secure and named
+// HostPrefix + base name (CookieName), so a browser takes it only from
+// this very host, with Path=/ and no Domain: a sibling subdomain cannot
+// set it at all, and no origin can set it under a narrower path.
+//
+// A request that carries one of these cookies more than once (any
+// spelling: base name, HostPrefix, "__Secure-") is refused with a page
+// that says why and signs the browser out (cookie tossing: another origin
+// on the same site planting its own session, see Handler).
 const (
 	// SessionCookie carries the browser session id (a credential).
 	SessionCookie = "elicit_session"
 	// LoginCSRFCookie is the double-submit token of the login form, used
 	// before there is a session to hold a CSRF token.
 	LoginCSRFCookie = "elicit_csrf"
+	// SignInCookie holds one sign-in in progress at the identity provider
+	// (signin.go).
+	SignInCookie = "elicit_signin"
+
+	// HostPrefix is the cookie name prefix that binds a Secure cookie to
+	// its host (RFC 6265bis §4.1.3.2).
+	HostPrefix = "__Host-"
+	// securePrefix is the weaker prefix; it is only looked for.
+	securePrefix = "__Secure-"
 )
+
+// cookieBases are the cookies the pages set, by base name.
+var cookieBases = []string{SessionCookie, LoginCSRFCookie, SignInCookie}
 
 // MaxSecretLen is the largest accepted secret, in bytes after trimming
 // surrounding white space.
@@ -73,8 +96,9 @@ type Options struct {
 	// BaseURL is the public origin the pages are served at, e.g.
 	// "http://127.0.0.1:3000": http or https, no path (the handler answers
 	// and redirects at /ui/...), no query. A trailing slash is dropped.
-	// https also marks cookies Secure (use https outside development,
-	// SEC-U-S-04).
+	// https, or http on a loopback host, makes cookies Secure and
+	// __Host- prefixed (use https outside development, SEC-U-S-04); the
+	// pages must then be opened at this host, not another name of it.
 	BaseURL string
 	// Logger receives audit lines (attribute audit=true) and errors.
 	// nil means slog.Default().
@@ -103,6 +127,26 @@ type Options struct {
 	// (mcpserver.OutcomeIdentityMismatch). It runs on the request's
 	// goroutine.
 	OnIdentityMismatch func(ctx context.Context, m *IdentityMismatch)
+	// OnCookieConflict, when set, is called each time a page refuses a
+	// request that carries one of its cookies more than once (see
+	// CookieName), after the refusal is decided and before it is written:
+	// the hook for audit records and metrics. It runs on the request's
+	// goroutine.
+	OnCookieConflict func(ctx context.Context, c *CookieConflict)
+}
+
+// CookieConflict describes one page request refused because it carried a
+// cookie more than once, as when another origin of the same site planted
+// its own session under a narrower path. It holds no cookie value.
+type CookieConflict struct {
+	// Cookies are the base names that came more than once (SessionCookie,
+	// LoginCSRFCookie, SignInCookie).
+	Cookies []string
+	// Path is the request's path as sent (percent-encoded, so ASCII),
+	// without the query; cut at 256 bytes and marked "…".
+	Path string
+	// Method is the request's HTTP method.
+	Method string
 }
 
 // IdentityMismatch describes one refused page request: who the flow was
@@ -125,7 +169,7 @@ type Service struct {
 	store      store.Store
 	aead       cipher.AEAD
 	baseURL    string
-	secure     bool
+	secure     bool // cookies are Secure and HostPrefix-named
 	log        *slog.Logger
 	flowTTL    time.Duration
 	sessionTTL time.Duration
@@ -134,6 +178,7 @@ type Service struct {
 	tmpl       *template.Template
 	idp        IdentityProvider // nil: demo user-name sign-in
 	mismatch   func(context.Context, *IdentityMismatch)
+	conflict   func(context.Context, *CookieConflict)
 
 	mu        sync.RWMutex
 	providers map[string]*OAuthProvider // by purpose
@@ -166,6 +211,7 @@ func New(opts Options) (*Service, error) {
 		tmpl:       pages,
 		idp:        opts.SignIn,
 		mismatch:   opts.OnIdentityMismatch,
+		conflict:   opts.OnCookieConflict,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -199,7 +245,29 @@ func parseBaseURL(raw string) (base string, secure bool, err error) {
 	case u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
 		return "", false, fmt.Errorf("connect: BaseURL %q: must be an origin without path, query or fragment", raw)
 	}
-	return u.Scheme + "://" + u.Host, u.Scheme == "https", nil
+	return u.Scheme + "://" + u.Host, u.Scheme == "https" || loopbackHost(u.Hostname()), nil
+}
+
+// loopbackHost reports whether browsers treat http://host as a secure
+// context, and so accept Secure and __Host- cookies from it: localhost,
+// a name under .localhost, or a loopback IP address.
+func loopbackHost(host string) bool {
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// CookieName returns the name the cookie called base (SessionCookie,
+// LoginCSRFCookie or SignInCookie) is set under: HostPrefix + base where
+// cookies are Secure (an https BaseURL, or http on loopback), else base.
+func (s *Service) CookieName(base string) string {
+	if s.secure {
+		return HostPrefix + base
+	}
+	return base
 }
 
 // Now returns the Service's clock reading, so callers judge expiry with the

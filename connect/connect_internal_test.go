@@ -134,7 +134,7 @@ func TestPagesAnswer503WhileStoreIsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := httptest.NewRequest("GET", "/ui/set_api_key?flow=0123456789abcdef0123456789abcdef", nil)
-	req.AddCookie(&http.Cookie{Name: SessionCookie, Value: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ"})
+	req.AddCookie(&http.Cookie{Name: s.CookieName(SessionCookie), Value: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ"})
 	w := httptest.NewRecorder()
 	s.Handler().ServeHTTP(w, req)
 	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "1" {

@@ -118,6 +118,7 @@ type harness struct {
 
 	mu         sync.Mutex
 	mismatches []connect.IdentityMismatch // from Options.OnIdentityMismatch
+	conflicts  []connect.CookieConflict   // from Options.OnCookieConflict
 }
 
 func (h *harness) identityMismatches() []connect.IdentityMismatch {
@@ -160,6 +161,11 @@ func newHarnessWith(t *testing.T, configure func(*connect.Options)) *harness {
 		OnIdentityMismatch: func(_ context.Context, m *connect.IdentityMismatch) {
 			h.mu.Lock()
 			h.mismatches = append(h.mismatches, *m)
+			h.mu.Unlock()
+		},
+		OnCookieConflict: func(_ context.Context, c *connect.CookieConflict) {
+			h.mu.Lock()
+			h.conflicts = append(h.conflicts, *c)
 			h.mu.Unlock()
 		},
 	}
@@ -271,7 +277,7 @@ func (h *harness) login(c *http.Client, user, next string) string {
 func (h *harness) sessionID(c *http.Client) string {
 	u, _ := url.Parse(h.srv.URL + "/ui/")
 	for _, ck := range c.Jar.Cookies(u) {
-		if ck.Name == connect.SessionCookie {
+		if ck.Name == h.svc.CookieName(connect.SessionCookie) {
 			return ck.Value
 		}
 	}
@@ -420,13 +426,15 @@ func TestHappyPath(t *testing.T) {
 	if got := field(t, nextRE, body); got != flowPath(f) {
 		t.Fatalf("login form next = %q, want %q", got, flowPath(f))
 	}
+	// On loopback http, a secure context, every cookie is __Host- and
+	// Secure.
 	var csrfCookie *http.Cookie
 	for _, c := range resp.Cookies() {
-		if c.Name == connect.LoginCSRFCookie {
+		if c.Name == "__Host-elicit_csrf" {
 			csrfCookie = c
 		}
 	}
-	if csrfCookie == nil || !csrfCookie.HttpOnly || csrfCookie.SameSite != http.SameSiteLaxMode || csrfCookie.Path != "/" {
+	if csrfCookie == nil || !csrfCookie.HttpOnly || csrfCookie.SameSite != http.SameSiteLaxMode || csrfCookie.Path != "/" || !csrfCookie.Secure {
 		t.Fatalf("login CSRF cookie = %+v", csrfCookie)
 	}
 	resp, _ = h.post(alice, "/ui/login", url.Values{"username": {"alice"}, "csrf": {field(t, csrfRE, body)}, "next": {field(t, nextRE, body)}})
@@ -436,11 +444,11 @@ func TestHappyPath(t *testing.T) {
 	}
 	var sessCookie *http.Cookie
 	for _, c := range resp.Cookies() {
-		if c.Name == connect.SessionCookie {
+		if c.Name == "__Host-elicit_session" {
 			sessCookie = c
 		}
 	}
-	if sessCookie == nil || !sessCookie.HttpOnly || sessCookie.SameSite != http.SameSiteLaxMode || sessCookie.Path != "/" || sessCookie.Secure {
+	if sessCookie == nil || !sessCookie.HttpOnly || sessCookie.SameSite != http.SameSiteLaxMode || sessCookie.Path != "/" || !sessCookie.Secure {
 		t.Fatalf("session cookie = %+v", sessCookie)
 	}
 
@@ -663,7 +671,7 @@ func TestLoginCSRF(t *testing.T) {
 			wantStatus(t, resp, http.StatusForbidden)
 			wantContains(t, body, `id="login-form"`)
 			for _, ck := range resp.Cookies() {
-				if ck.Name == connect.SessionCookie {
+				if ck.Name == h.svc.CookieName(connect.SessionCookie) && ck.MaxAge >= 0 {
 					t.Fatal("session cookie set despite bad CSRF")
 				}
 			}
@@ -717,7 +725,7 @@ func TestNoSession(t *testing.T) {
 
 	// A forged session cookie is no session.
 	u, _ := url.Parse(h.srv.URL + "/ui/")
-	c.Jar.SetCookies(u, []*http.Cookie{{Name: connect.SessionCookie, Value: strings.Repeat("A", 43), Path: "/ui"}})
+	c.Jar.SetCookies(u, []*http.Cookie{{Name: h.svc.CookieName(connect.SessionCookie), Value: strings.Repeat("A", 43), Path: "/", Secure: true}})
 	resp, _ = h.get(c, flowPath(f))
 	wantStatus(t, resp, http.StatusSeeOther)
 	resp, _ = h.get(c, "/ui/")
@@ -834,7 +842,7 @@ func TestLogoutAndRelogin(t *testing.T) {
 	}
 	cleared := false
 	for _, ck := range resp.Cookies() {
-		if ck.Name == connect.SessionCookie && ck.MaxAge < 0 {
+		if ck.Name == h.svc.CookieName(connect.SessionCookie) && ck.MaxAge < 0 {
 			cleared = true
 		}
 	}
@@ -860,7 +868,7 @@ func TestSessionCookieReplayAfterLogout(t *testing.T) {
 	wantStatus(t, resp, http.StatusSeeOther)
 	thief := h.client()
 	u, _ := url.Parse(h.srv.URL + "/ui/")
-	thief.Jar.SetCookies(u, []*http.Cookie{{Name: connect.SessionCookie, Value: sid, Path: "/ui"}})
+	thief.Jar.SetCookies(u, []*http.Cookie{{Name: h.svc.CookieName(connect.SessionCookie), Value: sid, Path: "/", Secure: true}})
 	resp, _ = h.get(thief, "/ui/")
 	wantStatus(t, resp, http.StatusSeeOther)
 }
@@ -963,14 +971,14 @@ func TestSecureCookiesOverHTTPS(t *testing.T) {
 	rr := httptest.NewRecorder()
 	h.ServeHTTP(rr, httptest.NewRequest(http.MethodGet, "https://mcp.example.com/ui/login", nil))
 	res := rr.Result()
-	if len(res.Cookies()) != 1 || !res.Cookies()[0].Secure {
-		t.Fatalf("login CSRF cookie = %+v, want Secure", res.Cookies())
+	if len(res.Cookies()) != 1 || !res.Cookies()[0].Secure || res.Cookies()[0].Name != "__Host-elicit_csrf" {
+		t.Fatalf("login CSRF cookie = %+v, want Secure __Host-elicit_csrf", res.Cookies())
 	}
 	tok := res.Cookies()[0].Value
 
 	req := httptest.NewRequest(http.MethodPost, "https://mcp.example.com/ui/login", strings.NewReader(url.Values{"username": {"alice"}, "csrf": {tok}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.AddCookie(&http.Cookie{Name: connect.LoginCSRFCookie, Value: tok})
+	req.AddCookie(&http.Cookie{Name: "__Host-elicit_csrf", Value: tok})
 	rr = httptest.NewRecorder()
 	h.ServeHTTP(rr, req)
 	if rr.Code != http.StatusSeeOther {
@@ -978,7 +986,7 @@ func TestSecureCookiesOverHTTPS(t *testing.T) {
 	}
 	var sess *http.Cookie
 	for _, c := range rr.Result().Cookies() {
-		if c.Name == connect.SessionCookie {
+		if c.Name == "__Host-elicit_session" {
 			sess = c
 		}
 	}

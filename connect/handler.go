@@ -5,9 +5,11 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -46,11 +48,22 @@ var securityHeaders = [][2]string{
 //
 // Mount it at "/connect/" too when OAuth providers are added
 // (AddOAuthProvider). Other methods get 405, other paths 404.
+//
+// Before any of that, a request that carries one of the pages' cookies
+// more than once gets 400 and a page saying so (id "cookie-conflict"),
+// its copies of that cookie are expired, and nothing else happens: the
+// server cannot tell which copy is the user's, and a second one is how
+// another origin of the same site (another port of this host, a sibling
+// subdomain) makes the user act in its account (cookie tossing).
 func (s *Service) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
 
 func (s *Service) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	for _, h := range securityHeaders {
 		w.Header().Set(h[0], h[1])
+	}
+	if bad := s.repeatedCookies(r); len(bad) > 0 {
+		s.refuseRepeatedCookies(w, r, bad)
+		return
 	}
 	type route struct{ get, post http.HandlerFunc }
 	var rt route
@@ -203,13 +216,13 @@ func safeNext(next string) string {
 // cookiePath covers /ui/ and /connect/, which share the browser login.
 const cookiePath = "/"
 
-// legacyCookiePath is where cookies lived before /connect/ existed; a
-// login or logout expires those, so a stale one cannot shadow the new.
+// legacyCookiePath is where cookies lived before /connect/ existed.
 const legacyCookiePath = "/ui"
 
-func (s *Service) cookie(name, value string, maxAge int) *http.Cookie {
+// cookie returns the cookie called base (see CookieName) with value.
+func (s *Service) cookie(base, value string, maxAge int) *http.Cookie {
 	return &http.Cookie{
-		Name:     name,
+		Name:     s.CookieName(base),
 		Value:    value,
 		Path:     cookiePath,
 		MaxAge:   maxAge,
@@ -219,34 +232,126 @@ func (s *Service) cookie(name, value string, maxAge int) *http.Cookie {
 	}
 }
 
-// session returns the request's live session, or nil if it has none, an
-// unknown one, or an expired one. err is only for store failures.
-func (s *Service) session(r *http.Request) (*store.Session, error) {
-	// A browser may still hold a cookie under legacyCookiePath beside the
-	// current one; the first live session wins.
-	for _, c := range r.CookiesNamed(SessionCookie) {
-		if !validToken(c.Value) {
-			continue
-		}
-		sess, err := s.store.GetSession(r.Context(), c.Value)
-		if errors.Is(err, store.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if s.now().Before(sess.ExpiresAt) {
-			return sess, nil
-		}
-	}
-	return nil, nil
+// expiry returns a Set-Cookie that deletes the cookie name at path.
+func (s *Service) expiry(name, path string) *http.Cookie {
+	return &http.Cookie{Name: name, Path: path, MaxAge: -1, HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode}
 }
 
-// expireLegacyCookie drops a session cookie set under legacyCookiePath.
-func (s *Service) expireLegacyCookie(w http.ResponseWriter) {
-	c := s.cookie(SessionCookie, "", -1)
-	c.Path = legacyCookiePath
-	http.SetCookie(w, c)
+// session returns the request's live session, or nil if it has none, an
+// unknown one, or an expired one. err is only for store failures. The
+// session cookie is read under its current name only (serveHTTP has
+// refused a request carrying it twice).
+func (s *Service) session(r *http.Request) (*store.Session, error) {
+	c, err := r.Cookie(s.CookieName(SessionCookie))
+	if err != nil || !validToken(c.Value) {
+		return nil, nil
+	}
+	sess, err := s.store.GetSession(r.Context(), c.Value)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case !s.now().Before(sess.ExpiresAt):
+		return nil, nil
+	}
+	return sess, nil
+}
+
+// expireLegacyCookies drops session cookies of earlier versions, which
+// are no longer read: the one under legacyCookiePath and, where the
+// cookie is now HostPrefix-named, the unprefixed one under Path=/.
+func (s *Service) expireLegacyCookies(w http.ResponseWriter) {
+	http.SetCookie(w, s.expiry(SessionCookie, legacyCookiePath))
+	if s.secure {
+		http.SetCookie(w, s.expiry(SessionCookie, cookiePath))
+	}
+}
+
+// repeatedCookies returns the base names of the pages' cookies that r
+// carries more than once, counting every spelling (base, HostPrefix,
+// securePrefix) once the current name is among them. A lone cookie under
+// a name not in use (an unprefixed one from an earlier version) is not
+// read, so it is no conflict.
+func (s *Service) repeatedCookies(r *http.Request) []string {
+	var bad []string
+	cookies := r.Cookies()
+	for _, base := range cookieBases {
+		current, all := 0, 0
+		for _, c := range cookies {
+			switch c.Name {
+			case s.CookieName(base):
+				current++
+				all++
+			case base, HostPrefix + base, securePrefix + base:
+				all++
+			}
+		}
+		if current > 0 && all > 1 {
+			bad = append(bad, base)
+		}
+	}
+	return bad
+}
+
+// msgRepeatedCookies explains the refusal; %s is the site's host.
+const msgRepeatedCookies = "Your browser sent this site more than one sign-in cookie, so the server cannot tell which account you are using. " +
+	"Another site on the same host may have set one to make you act in its account. Nothing was stored, and this browser is now signed out here. " +
+	"Clear the cookies of %s in your browser's site settings, then open the link from your MCP client again and sign in."
+
+// refuseRepeatedCookies answers a request that carries the cookies named
+// by bases more than once: it expires every copy it can reach (each
+// spelling the request carries, at every path that covers this one), logs
+// audit event cookie_conflict_refused and shows why. Nothing is read from
+// or written to the store.
+func (s *Service) refuseRepeatedCookies(w http.ResponseWriter, r *http.Request, bases []string) {
+	path := r.URL.EscapedPath() // ASCII, so safe to log
+	paths := coveringPaths(path)
+	if len(path) > 256 {
+		path = path[:256] + "…"
+	}
+	seen := map[string]bool{}
+	for _, c := range r.Cookies() {
+		for _, base := range bases {
+			if seen[c.Name] || (c.Name != base && c.Name != HostPrefix+base && c.Name != securePrefix+base) {
+				continue
+			}
+			seen[c.Name] = true
+			if strings.HasPrefix(c.Name, HostPrefix) {
+				if s.secure { // only Path=/ and Secure are accepted for it
+					http.SetCookie(w, s.expiry(c.Name, cookiePath))
+				}
+				continue
+			}
+			for _, p := range paths {
+				http.SetCookie(w, s.expiry(c.Name, p))
+			}
+		}
+	}
+	s.audit(r.Context(), slog.LevelWarn, "cookie_conflict_refused", slog.String("cookies", strings.Join(bases, ",")),
+		slog.String("path", path), slog.String("method", r.Method), remote(r))
+	if s.conflict != nil {
+		s.conflict(r.Context(), &CookieConflict{Cookies: bases, Path: path, Method: r.Method})
+	}
+	s.message(w, http.StatusBadRequest, "Conflicting sign-in cookies", fmt.Sprintf(msgRepeatedCookies, hostOf(s.baseURL)), "cookie-conflict", true, nil)
+}
+
+// coveringPaths returns the cookie paths a browser sends with a request
+// for path (RFC 6265 §5.1.4): "/", every prefix that ends before or at a
+// "/", and path itself; at most 16.
+func coveringPaths(path string) []string {
+	out := []string{"/"}
+	for i := 1; i < len(path) && len(out) < 15; i++ {
+		if path[i] == '/' {
+			out = append(out, path[:i], path[:i+1])
+		}
+	}
+	if path != "" && !strings.HasSuffix(path, "/") {
+		out = append(out, path)
+	}
+	// A ";" cannot be in a cookie's Path attribute (nor reach a cookie
+	// through it).
+	return slices.DeleteFunc(out, func(p string) bool { return strings.Contains(p, ";") })
 }
 
 // tokensEqual compares secrets in constant time; empty never matches.
@@ -272,7 +377,7 @@ func (s *Service) getHome(w http.ResponseWriter, r *http.Request) {
 // loginCSRF returns the browser's double-submit token, minting and setting
 // a new one if it has none.
 func (s *Service) loginCSRF(w http.ResponseWriter, r *http.Request) (string, error) {
-	if c, err := r.Cookie(LoginCSRFCookie); err == nil && validToken(c.Value) {
+	if c, err := r.Cookie(s.CookieName(LoginCSRFCookie)); err == nil && validToken(c.Value) {
 		return c.Value, nil
 	}
 	tok, err := randomToken()
@@ -310,7 +415,7 @@ func (s *Service) postLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := safeNext(r.PostForm.Get("next"))
-	c, err := r.Cookie(LoginCSRFCookie)
+	c, err := r.Cookie(s.CookieName(LoginCSRFCookie))
 	if err != nil || !tokensEqual(c.Value, r.PostForm.Get("csrf")) {
 		s.audit(r.Context(), slog.LevelWarn, "csrf_rejected", slog.String("page", "login"), remote(r))
 		s.loginPage(w, r, http.StatusForbidden, next, "", "Your sign-in form expired. Please try again.")
@@ -335,10 +440,7 @@ func (s *Service) startSession(w http.ResponseWriter, r *http.Request, principal
 	ctx := r.Context()
 	// A fresh session id on every login (no session fixation); the old
 	// session, if any, ends.
-	for _, old := range r.CookiesNamed(SessionCookie) {
-		if !validToken(old.Value) {
-			continue
-		}
+	if old, err := r.Cookie(s.CookieName(SessionCookie)); err == nil && validToken(old.Value) {
 		if err := s.store.DeleteSession(ctx, old.Value); err != nil {
 			s.internalError(w, r, "delete old session", err)
 			return
@@ -360,7 +462,7 @@ func (s *Service) startSession(w http.ResponseWriter, r *http.Request, principal
 		s.internalError(w, r, "create session", err)
 		return
 	}
-	s.expireLegacyCookie(w)
+	s.expireLegacyCookies(w)
 	http.SetCookie(w, s.cookie(SessionCookie, id, int(s.sessionTTL.Seconds())))
 	s.audit(ctx, slog.LevelInfo, "login", slog.String("principal", principal), remote(r))
 	redirect(w, next)
@@ -378,7 +480,7 @@ func (s *Service) postLogout(w http.ResponseWriter, r *http.Request) {
 	}
 	if sess == nil {
 		// Nothing to end; just drop a stale cookie.
-		s.expireLegacyCookie(w)
+		s.expireLegacyCookies(w)
 		http.SetCookie(w, s.cookie(SessionCookie, "", -1))
 		redirect(w, target)
 		return
@@ -392,7 +494,7 @@ func (s *Service) postLogout(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, "delete session", err)
 		return
 	}
-	s.expireLegacyCookie(w)
+	s.expireLegacyCookies(w)
 	http.SetCookie(w, s.cookie(SessionCookie, "", -1))
 	s.audit(r.Context(), slog.LevelInfo, "logout", slog.String("principal", sess.Principal), remote(r))
 	redirect(w, target)

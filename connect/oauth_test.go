@@ -295,37 +295,39 @@ func TestOAuthTokenUse(t *testing.T) {
 	}
 }
 
-// A browser that still holds a session cookie under the old Path=/ui is
-// served, and signing in expires that cookie.
+// Session cookies of earlier versions (unprefixed, under Path=/ui or /)
+// sign no one in, even holding a live session id; signing in expires
+// both and sets the __Host- one.
 func TestLegacyCookiePath(t *testing.T) {
 	h := newHarness(t)
 	alice := h.client()
 	h.login(alice, "alice", "/ui/")
 	sid := h.sessionID(alice)
-	u, _ := url.Parse(h.srv.URL + "/ui/")
-	// Move the session to the old path, with a stale cookie beside it.
 	old := h.client()
+	u, _ := url.Parse(h.srv.URL + "/ui/")
 	old.Jar.SetCookies(u, []*http.Cookie{{Name: connect.SessionCookie, Value: sid, Path: "/ui"}})
-	resp, _ := h.get(old, "/ui/")
-	wantStatus(t, resp, http.StatusOK)
 	root, _ := url.Parse(h.srv.URL + "/")
 	old.Jar.SetCookies(root, []*http.Cookie{{Name: connect.SessionCookie, Value: strings.Repeat("B", 43), Path: "/"}})
-	resp, _ = h.get(old, "/ui/")
-	wantStatus(t, resp, http.StatusOK) // the live /ui cookie wins over the stale one
+	resp, _ := h.get(old, "/ui/")
+	wantStatus(t, resp, http.StatusSeeOther)
 	resp, body := h.get(old, "/ui/login")
 	resp, _ = h.post(old, "/ui/login", url.Values{"username": {"carol"}, "csrf": {field(t, csrfRE, body)}, "next": {"/ui/"}})
 	wantStatus(t, resp, http.StatusSeeOther)
-	expired := false
+	expired := map[string]bool{}
 	for _, c := range resp.Cookies() {
-		if c.Name == connect.SessionCookie && c.Path == "/ui" && c.MaxAge < 0 {
-			expired = true
+		if c.Name == connect.SessionCookie && c.MaxAge < 0 {
+			expired[c.Path] = true
 		}
 	}
-	if !expired {
-		t.Fatalf("login did not expire the Path=/ui cookie: %v", resp.Header["Set-Cookie"])
+	if !expired["/ui"] || !expired["/"] {
+		t.Fatalf("login did not expire the old cookies under /ui and /: %v", resp.Header["Set-Cookie"])
 	}
 	if resp, body := h.get(old, "/ui/"); resp.StatusCode != 200 || !strings.Contains(body, "carol") {
 		t.Fatalf("after login: %d\n%s", resp.StatusCode, body)
+	}
+	// alice's own session is untouched by all this.
+	if resp, body := h.get(alice, "/ui/"); resp.StatusCode != 200 || !strings.Contains(body, "alice") {
+		t.Fatalf("alice: %d\n%s", resp.StatusCode, body)
 	}
 }
 
@@ -364,7 +366,7 @@ func FuzzCallback(f *testing.F) {
 	f.Fuzz(func(t *testing.T, query string) {
 		req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:1/connect/callback", nil)
 		req.URL.RawQuery = query
-		req.AddCookie(&http.Cookie{Name: connect.SessionCookie, Value: sess.ID})
+		req.AddCookie(&http.Cookie{Name: svc.CookieName(connect.SessionCookie), Value: sess.ID})
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		if rec.Code == http.StatusOK || strings.Contains(rec.Body.String(), `id="done"`) || rec.Header().Get("Location") != "" {

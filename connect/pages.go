@@ -83,7 +83,7 @@ button.secondary{background:#505050}
 {{define "keyform"}}{{template "top" .}}<h1>{{.Heading}}</h1>
 {{template "whoami" .}}
 {{template "alert" .}}
-<p>Enter your API key. It is stored encrypted on this server and is never sent to your MCP client.</p>
+<p id="owner">Enter your API key. It is stored encrypted on this server for the account <strong>{{.User}}</strong>, and is never sent to your MCP client.</p>
 <form method="post" action="/ui/set_api_key" id="key-form" autocomplete="off">
 <label for="api_key">API key</label>
 <input type="password" id="api_key" name="api_key" autocomplete="off" autocapitalize="off" spellcheck="false" required maxlength="4096">
@@ -97,7 +97,7 @@ button.secondary{background:#505050}
 
 {{define "connect"}}{{template "top" .}}<h1>{{.Heading}}</h1>
 {{template "whoami" .}}
-<p id="connect-info">Continue to sign in at <strong>{{.Provider}}</strong> (<strong id="provider-host">{{.ProviderHost}}</strong>) and allow this server to read your data there. The access it grants is stored encrypted on this server, for your account only, and is never sent to your MCP client.</p>
+<p id="connect-info">Continue to sign in at <strong>{{.Provider}}</strong> (<strong id="provider-host">{{.ProviderHost}}</strong>) and allow this server to read your data there. The access it grants is stored encrypted on this server, for the account <strong>{{.User}}</strong> only, and is never sent to your MCP client.</p>
 <form method="post" action="/connect/{{.FlowID}}" id="connect-form">
 <input type="hidden" name="csrf" value="{{.CSRF}}">
 <button type="submit" id="continue">Continue to {{.Provider}}</button>

@@ -30,11 +30,6 @@ type IdentityProvider interface {
 // BaseURL + SignInCallbackPath as the client's redirect URI.
 const SignInCallbackPath = "/ui/login/callback"
 
-// SignInCookie holds one sign-in in progress (state, nonce, PKCE verifier
-// and return path), sealed with the vault key; it lasts signInTTL and is
-// cleared by the callback.
-const SignInCookie = "elicit_signin"
-
 // signInTTL bounds the time between leaving for the issuer and coming back.
 const signInTTL = 10 * time.Minute
 
@@ -43,7 +38,9 @@ const signInTTL = 10 * time.Minute
 // as one.
 var signInAD = []byte("elicit sign-in v1")
 
-// signIn is the content of SignInCookie.
+// signIn is the content of the SignInCookie: one sign-in in progress,
+// sealed with the vault key; it lasts signInTTL and is cleared by the
+// callback.
 type signIn struct {
 	State    string `json:"s"`
 	Nonce    string `json:"n"`
@@ -85,7 +82,7 @@ func (s *Service) startSignIn(w http.ResponseWriter, r *http.Request, next strin
 // pendingSignIn opens the browser's sign-in cookie; nil if it has none, or
 // one that is forged, foreign or expired.
 func (s *Service) pendingSignIn(r *http.Request) *signIn {
-	c, err := r.Cookie(SignInCookie)
+	c, err := r.Cookie(s.CookieName(SignInCookie))
 	if err != nil || len(c.Value) > 1024 {
 		return nil
 	}

@@ -79,12 +79,12 @@ func callback(s *Service, cookie, query string) (int, bool) {
 	r := httptest.NewRequest("GET", SignInCallbackPath, nil)
 	r.URL.RawQuery = query
 	if cookie != "" {
-		r.Header.Set("Cookie", SignInCookie+"="+cookie)
+		r.Header.Set("Cookie", s.CookieName(SignInCookie)+"="+cookie)
 	}
 	rec := httptest.NewRecorder()
 	s.Handler().ServeHTTP(rec, r)
 	for _, c := range rec.Result().Cookies() {
-		if c.Name == SessionCookie && c.Value != "" {
+		if c.Name == s.CookieName(SessionCookie) && c.Value != "" {
 			return rec.Code, true
 		}
 	}

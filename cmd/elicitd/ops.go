@@ -27,10 +27,10 @@ import (
 	"github.com/mcp-elicit/elicit/store"
 )
 
-// auditRecord is one audit line. It is built only from mcpserver.Round
-// and connect.IdentityMismatch, which carry no arguments, answers, form
-// content, secrets or URL queries, and it has no field that could hold
-// them: what is not here cannot leak.
+// auditRecord is one audit line. It is built only from mcpserver.Round,
+// connect.IdentityMismatch and connect.CookieConflict, which carry no
+// arguments, answers, form content, secrets, cookie values or URL queries,
+// and it has no field that could hold them: what is not here cannot leak.
 type auditRecord struct {
 	event       string // "mcp_round" or "page_refused"
 	operationID string
@@ -239,6 +239,7 @@ func newMetrics() *metrics {
 		}
 	}
 	m.outcomes.WithLabelValues("ui", string(mcpserver.OutcomeIdentityMismatch))
+	m.outcomes.WithLabelValues("ui", string(outcomeCookieConflict))
 	// The fault family is shown from the start too (a family without a
 	// series has no HELP/TYPE lines): 0 per method for the two codes
 	// every server can send, invalid params and internal error.
@@ -334,6 +335,15 @@ func (o *observer) round(ctx context.Context, r *mcpserver.Round) {
 func (o *observer) identityMismatch(ctx context.Context, m *connect.IdentityMismatch) {
 	o.record(ctx, &auditRecord{event: "page_refused", principal: m.SessionPrincipal, method: "ui", name: m.Purpose,
 		round: -1, outcome: mcpserver.OutcomeIdentityMismatch, flowID: m.FlowID, flowOwner: m.FlowPrincipal})
+}
+
+// outcomeCookieConflict is the outcome of a page request refused because
+// it carried a sign-in cookie twice (connect.Options.OnCookieConflict):
+// another origin of the same site may have planted one.
+const outcomeCookieConflict mcpserver.Outcome = "cookie_conflict"
+
+func (o *observer) cookieConflict(ctx context.Context, c *connect.CookieConflict) {
+	o.record(ctx, &auditRecord{event: "page_refused", method: "ui", name: c.Path, round: -1, outcome: outcomeCookieConflict})
 }
 
 func (o *observer) record(ctx context.Context, r *auditRecord) {
