@@ -41,6 +41,7 @@ type config struct {
 	auditLog              string    // "-" = stdout, "off", else a file path (appended)
 	auditOut              io.Writer // tests: the audit sink, instead of auditLog
 	metricsAddr           string    // "" = /metrics on addr; "off"; else its own listener
+	allowedHosts          []string  // --allowed-hosts (hosts.go)
 	keysRefresh           time.Duration
 	readHeaderTimeout     time.Duration
 	readTimeout           time.Duration
@@ -120,6 +121,8 @@ var settings = []setting{
 		apply: func(c *config, v string) error { c.auditLog = offOr(v); return nil }},
 	{name: "metrics-addr", def: "", defDoc: "on --addr", usage: "host:port of a separate listener for /metrics, /healthz and /readyz, or off (no /metrics)",
 		apply: func(c *config, v string) error { c.metricsAddr = offOr(v); return nil }},
+	{name: "allowed-hosts", def: "", usage: "more host names accepted in Host and Origin on both listeners, comma-separated (loopback names, the public URL's host and the listener's own are always accepted; IP addresses too on /healthz, /readyz and /metrics); * accepts any (only behind a proxy that checks Host)",
+		apply: applyAllowedHosts},
 	{name: "state-keys-refresh", def: "30s", usage: "how often the store's requestState key ring is re-read; must be shorter than keys rotate --activate-after",
 		apply: durationSetter(func(c *config) *time.Duration { return &c.keysRefresh })},
 	{name: "read-header-timeout", def: "10s", usage: "time to read a request's headers",

@@ -241,6 +241,10 @@ type app struct {
 	// ready and every response closes its connection, while requests are
 	// still served.
 	draining atomic.Bool
+	// routes are what --addr serves (behind guardHosts); metricsHosts the
+	// Host names the --metrics-addr listener accepts.
+	routes       *routeMux
+	metricsHosts []string
 }
 
 // closeWhileDraining answers with Connection: close while draining, so
@@ -397,41 +401,38 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 		a.closers = append(a.closers, a.calendarProvider.Close)
 	}
 
-	hosts := []string{"localhost", "127.0.0.1", "::1"}
-	if u, err := url.Parse(cfg.publicURL); err == nil {
-		hosts = append(hosts, u.Hostname())
-	}
-	if h, _, err := net.SplitHostPort(cfg.addr); err == nil && h != "" && h != "0.0.0.0" && h != "::" {
-		hosts = append(hosts, h)
-	}
-	mux := http.NewServeMux()
+	hosts := allowedHosts(cfg, cfg.addr)
+	a.metricsHosts = allowedHosts(cfg, cfg.metricsAddr)
+	mux := newRouteMux()
+	a.routes = mux
+	handle := mux.Handle
 	mcpHandler := bothEras(srv, streamhttp.NewHandler(srv, &streamhttp.Options{
 		Auth:         authn.mcp,
 		AllowedHosts: hosts,
 		Logger:       logger,
 	}), logger)
 	a.onShutdown = append(a.onShutdown, func() { _ = mcpHandler.Close() })
-	mux.Handle("/mcp", mcpHandler)
-	mux.Handle("/ui/", streamhttp.AllowHosts(hosts, flows.Handler()))
-	mux.Handle("/connect/", streamhttp.AllowHosts(hosts, flows.Handler()))
+	handle("/mcp", mcpHandler)
+	handle("/ui/", flows.Handler())
+	handle("/connect/", flows.Handler())
 	for pattern, h := range authn.routes {
-		mux.Handle(pattern, h)
+		handle(pattern, h)
 	}
 	readyTimeout := cfg.storeTimeout
 	if readyTimeout <= 0 {
 		readyTimeout = 5 * time.Second
 	}
 	a.readyz = readiness(&a.draining, st, keys, obs.audit, readyTimeout, logger)
-	mux.HandleFunc("GET /healthz", healthz)
-	mux.Handle("GET /readyz", a.readyz)
+	handle("GET /healthz", http.HandlerFunc(healthz))
+	handle("GET /readyz", a.readyz)
 	if cfg.metricsAddr == "" {
-		mux.Handle("GET /metrics", a.metricsHandler)
+		handle("GET /metrics", a.metricsHandler)
 	}
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+	handle("GET /{$}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintf(w, "elicitd %s\nMCP endpoint: %s/mcp (MCP 2026-07-28, stateless; 2025-11-25 clients with initialize and a session)\nPages: %s/ui/\n", version, cfg.publicURL, cfg.publicURL)
-	})
-	a.Handler = a.closeWhileDraining(obs.metrics.instrument(mux))
+	}))
+	a.Handler = a.closeWhileDraining(obs.metrics.instrument(guardHosts(hosts, mux)))
 	return a, nil
 }
 

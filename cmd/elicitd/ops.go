@@ -403,11 +403,29 @@ func healthz(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, "ok\n")
 }
 
-// opsMux serves /metrics, /healthz and /readyz (the --metrics-addr listener).
-func (a *app) opsMux() http.Handler {
-	mux := http.NewServeMux()
+// routeMux is a ServeMux that remembers its patterns, so that a test can
+// walk every route.
+type routeMux struct {
+	*http.ServeMux
+	patterns []string
+}
+
+func newRouteMux() *routeMux { return &routeMux{ServeMux: http.NewServeMux()} }
+
+func (m *routeMux) Handle(pattern string, h http.Handler) {
+	m.ServeMux.Handle(pattern, h)
+	m.patterns = append(m.patterns, pattern)
+}
+
+// opsRoutes serves /metrics, /healthz and /readyz.
+func (a *app) opsRoutes() *routeMux {
+	mux := newRouteMux()
 	mux.Handle("GET /metrics", a.metricsHandler)
-	mux.HandleFunc("GET /healthz", healthz)
+	mux.Handle("GET /healthz", http.HandlerFunc(healthz))
 	mux.Handle("GET /readyz", a.readyz)
 	return mux
 }
+
+// opsMux is the --metrics-addr listener's handler: opsRoutes behind the
+// same Host check as --addr (guardHosts), with a.metricsHosts.
+func (a *app) opsMux() http.Handler { return guardHosts(a.metricsHosts, a.opsRoutes()) }
