@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,8 +20,8 @@ import (
 // options name none.
 var DefaultAlgorithms = []string{"RS256", "ES256"}
 
-// DefaultLeeway is the clock skew allowed on a token's exp (and nbf) when
-// the options leave it 0.
+// DefaultLeeway is the clock skew allowed on a token's exp, nbf and iat
+// when the options leave it 0.
 const DefaultLeeway = time.Minute
 
 // asymmetricAlgs are the algorithms an allow-list may name. "none" and the
@@ -50,13 +51,14 @@ type JWTOptions struct {
 	// gets 403 with error="insufficient_scope". They are also published as
 	// scopes_supported in the metadata.
 	Scopes []string
-	// Leeway is the clock skew allowed on exp; 0 means DefaultLeeway and a
-	// negative value none.
+	// Leeway is the clock skew allowed on exp, nbf and iat: a token is
+	// accepted until exp + Leeway, from nbf - Leeway, and with an iat up
+	// to Leeway ahead. 0 means DefaultLeeway and a negative value none.
 	Leeway time.Duration
 	// HTTPClient fetches the discovery document and the JWKS; nil means a
 	// client with a 10-second timeout.
 	HTTPClient *http.Client
-	// Now is the clock for expiry; nil means time.Now.
+	// Now is the clock for exp, nbf and iat; nil means time.Now.
 	Now func() time.Time
 }
 
@@ -64,14 +66,14 @@ type JWTOptions struct {
 // one issuer (MCP basic/authorization; RFC 6750, RFC 9068): it checks the
 // signature against the issuer's JWKS (fetched on first use, cached, and
 // fetched again when a token names an unknown key), the algorithm against
-// the allow-list, iss, aud (= Resource), exp with leeway, nbf, and the
-// required scopes. The principal is the issuer plus the sub claim. It is
+// the allow-list, iss, aud (= Resource), exp, nbf and iat with leeway, and
+// the required scopes. The principal is the issuer plus the sub claim. It is
 // safe for concurrent use.
 type JWT struct {
 	issuer    string
 	resource  string
 	scopes    []string
-	verifier  *oidc.IDTokenVerifier
+	verifier  *verifier
 	metaURL   string
 	challenge string
 }
@@ -96,7 +98,7 @@ func NewJWT(ctx context.Context, opts JWTOptions) (*JWT, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &JWT{issuer: opts.Issuer, resource: opts.Resource, scopes: slices.Clone(opts.Scopes), verifier: v.verifier,
+	j := &JWT{issuer: opts.Issuer, resource: opts.Resource, scopes: slices.Clone(opts.Scopes), verifier: v,
 		metaURL: MetadataURL(opts.Resource)}
 	j.challenge = `Bearer resource_metadata="` + j.metaURL + `"`
 	if len(j.scopes) > 0 {
@@ -113,7 +115,8 @@ func (j *JWT) Challenge() string { return j.challenge }
 // Authenticate verifies the request's bearer token. Failures are *Error: 401
 // without an error code when there is no bearer token, 400
 // invalid_request for several Authorization headers, 401 invalid_token for
-// a malformed, forged, expired, foreign (iss or aud) or badly signed token,
+// a malformed, forged, expired, not yet valid (nbf), future-dated (iat),
+// foreign (iss or aud) or badly signed token,
 // 403 insufficient_scope for a missing scope, 503 (ErrIssuerUnavailable)
 // when the issuer's keys cannot be fetched.
 func (j *JWT) Authenticate(r *http.Request) (Principal, error) {
@@ -127,7 +130,7 @@ func (j *JWT) Authenticate(r *http.Request) (Principal, error) {
 		return Principal{}, j.fail(http.StatusUnauthorized, "invalid_token", err.Error())
 	}
 	var ff fetchFailure
-	t, err := j.verifier.Verify(context.WithValue(r.Context(), fetchFailureKey{}, &ff), token)
+	t, err := j.verifier.verify(context.WithValue(r.Context(), fetchFailureKey{}, &ff), token)
 	if ff.err != nil {
 		return Principal{}, &Error{Status: http.StatusServiceUnavailable, Reason: ff.err.Error()}
 	}
@@ -203,6 +206,34 @@ type verifier struct {
 	provider *oidc.Provider
 	verifier *oidc.IDTokenVerifier
 	client   *http.Client
+	leeway   time.Duration
+	now      func() time.Time
+}
+
+// verify is go-oidc's Verify plus the time claims it is lax about: it
+// lets nbf run 5 minutes ahead whatever the leeway, and does not look at
+// iat. A token valid only from more than leeway ahead, or issued more
+// than leeway in the future, is refused (RFC 7519 §4.1.5, §4.1.6). The
+// error names the claim and its time, never the token.
+func (v *verifier) verify(ctx context.Context, raw string) (*oidc.IDToken, error) {
+	t, err := v.verifier.Verify(ctx, raw)
+	if err != nil {
+		return nil, err
+	}
+	var c struct {
+		NotBefore *float64 `json:"nbf"`
+	}
+	if err := t.Claims(&c); err != nil {
+		return nil, errors.New("token claims unreadable")
+	}
+	latest := v.now().Add(v.leeway)
+	if c.NotBefore != nil && *c.NotBefore > float64(latest.Unix()) {
+		return nil, fmt.Errorf("token not valid before %s (nbf)", strconv.FormatFloat(*c.NotBefore, 'f', -1, 64))
+	}
+	if t.IssuedAt.After(latest) {
+		return nil, fmt.Errorf("token issued in the future, at %s (iat)", t.IssuedAt.UTC().Format(time.RFC3339))
+	}
+	return t, nil
 }
 
 // newVerifier discovers issuer and returns a verifier for tokens whose aud
@@ -250,7 +281,7 @@ func newVerifier(ctx context.Context, issuer, audience string, algs []string, le
 		// against a clock running leeway behind allows that much skew.
 		Now: func() time.Time { return now().Add(-leeway) },
 	})
-	return &verifier{provider: p, verifier: v, client: client}, nil
+	return &verifier{provider: p, verifier: v, client: client, leeway: leeway, now: now}, nil
 }
 
 // validResource checks a resource identifier (RFC 8707 §2): an absolute

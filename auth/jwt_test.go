@@ -50,6 +50,9 @@ func TestJWT(t *testing.T) {
 		{"scheme case", []string{"bearer " + idp.Sign(fakeidp.RS256, good)}, 0, ""},
 		{"audience among several", []string{"Bearer " + idp.Sign(fakeidp.RS256, with(func(c *fakeidp.Claims) { c.Audience = []string{"other", resource} }))}, 0, ""},
 		{"expired within leeway", []string{"Bearer " + idp.Sign(fakeidp.RS256, with(func(c *fakeidp.Claims) { c.Expiry = time.Now().Add(-30 * time.Second) }))}, 0, ""},
+		{"nbf passed", []string{"Bearer " + idp.Sign(fakeidp.RS256, with(func(c *fakeidp.Claims) { c.NotBefore = time.Now().Add(-time.Hour) }))}, 0, ""},
+		{"nbf within leeway", []string{"Bearer " + idp.Sign(fakeidp.RS256, with(func(c *fakeidp.Claims) { c.NotBefore = time.Now().Add(30 * time.Second) }))}, 0, ""},
+		{"iat within leeway", []string{"Bearer " + idp.Sign(fakeidp.RS256, with(func(c *fakeidp.Claims) { c.IssuedAt = time.Now().Add(30 * time.Second) }))}, 0, ""},
 		{"no header", nil, 401, "Bearer " + meta},
 		{"basic scheme", []string{"Basic YWxpY2U6eA=="}, 401, "Bearer " + meta},
 		{"two headers", []string{"Bearer a.b.c", "Bearer a.b.c"}, 400, `Bearer error="invalid_request", ` + meta},
@@ -57,6 +60,11 @@ func TestJWT(t *testing.T) {
 		{"not b64token", []string{"Bearer a b"}, 401, `Bearer error="invalid_token", ` + meta},
 		{"garbage", []string{"Bearer abc"}, 401, `Bearer error="invalid_token", ` + meta},
 		{"expired", []string{"Bearer " + idp.Sign(fakeidp.RS256, with(func(c *fakeidp.Claims) { c.Expiry = time.Now().Add(-2 * time.Minute) }))}, 401, `Bearer error="invalid_token", ` + meta},
+		// Beyond DefaultLeeway (a minute), yet within the 5 minutes
+		// go-oidc alone would allow.
+		{"nbf minutes ahead", []string{"Bearer " + idp.Sign(fakeidp.RS256, with(func(c *fakeidp.Claims) { c.NotBefore = time.Now().Add(3 * time.Minute) }))}, 401, `Bearer error="invalid_token", ` + meta},
+		{"nbf an hour ahead", []string{"Bearer " + idp.Sign(fakeidp.RS256, with(func(c *fakeidp.Claims) { c.NotBefore = time.Now().Add(time.Hour) }))}, 401, `Bearer error="invalid_token", ` + meta},
+		{"iat minutes ahead", []string{"Bearer " + idp.Sign(fakeidp.RS256, with(func(c *fakeidp.Claims) { c.IssuedAt = time.Now().Add(3 * time.Minute) }))}, 401, `Bearer error="invalid_token", ` + meta},
 		{"wrong audience", []string{"Bearer " + idp.Sign(fakeidp.RS256, with(func(c *fakeidp.Claims) { c.Audience = []string{"http://127.0.0.1:3000/other"} }))}, 401, `Bearer error="invalid_token", ` + meta},
 		{"no audience", []string{"Bearer " + idp.Sign(fakeidp.RS256, with(func(c *fakeidp.Claims) { c.Audience = nil }))}, 401, `Bearer error="invalid_token", ` + meta},
 		{"wrong issuer", []string{"Bearer " + idp.Sign(fakeidp.RS256, with(func(c *fakeidp.Claims) { c.Issuer = "https://evil.example" }))}, 401, `Bearer error="invalid_token", ` + meta},

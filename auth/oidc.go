@@ -30,8 +30,8 @@ type OIDCOptions struct {
 	// Algorithms is the ID token alg allow-list; nil means
 	// DefaultAlgorithms. As for JWT, "none" and HS* are refused.
 	Algorithms []string
-	// Leeway is the clock skew allowed on the ID token's exp; 0 means
-	// DefaultLeeway, negative none.
+	// Leeway is the clock skew allowed on the ID token's exp, nbf and iat
+	// (as JWTOptions.Leeway); 0 means DefaultLeeway, negative none.
 	Leeway time.Duration
 	// HTTPClient talks to the issuer; nil means a 10-second-timeout client.
 	HTTPClient *http.Client
@@ -110,7 +110,7 @@ func (o *OIDC) Exchange(ctx context.Context, code, iss, verifier, nonce string) 
 	if raw == "" {
 		return Principal{}, errors.New("auth: OIDC token response has no id_token")
 	}
-	idt, err := o.verifier.verifier.Verify(ctx, raw)
+	idt, err := o.verifier.verify(ctx, raw)
 	if err != nil {
 		return Principal{}, fmt.Errorf("auth: OIDC ID token refused: %s", verifyReason(err))
 	}

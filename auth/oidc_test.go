@@ -59,6 +59,8 @@ func TestOIDCExchange(t *testing.T) {
 			c.Audience, c.AZP = []string{"pages", "other"}, "other"
 		}},
 		{name: "ID token expired", hook: func(c *fakeidp.Claims, _ *fakeidp.Alg) { c.Expiry = time.Now().Add(-time.Hour) }},
+		{name: "ID token not valid yet", hook: func(c *fakeidp.Claims, _ *fakeidp.Alg) { c.NotBefore = time.Now().Add(3 * time.Minute) }},
+		{name: "ID token issued in the future", hook: func(c *fakeidp.Claims, _ *fakeidp.Alg) { c.IssuedAt = time.Now().Add(3 * time.Minute) }},
 		{name: "ID token alg none", hook: func(_ *fakeidp.Claims, a *fakeidp.Alg) { *a = fakeidp.None }},
 		{name: "ID token HMAC with the public key", hook: func(_ *fakeidp.Claims, a *fakeidp.Alg) { *a = fakeidp.HS256PublicKey }},
 		{name: "ID token from another issuer", hook: func(c *fakeidp.Claims, _ *fakeidp.Alg) { c.Issuer = "https://evil.example" }},

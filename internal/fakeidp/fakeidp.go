@@ -55,16 +55,19 @@ const (
 )
 
 // Claims are the claims Sign puts in a token. Zero fields are omitted,
-// except Issuer (default: the server's URL) and Expiry (default: in one
-// hour).
+// except Issuer (default: the server's URL), Expiry (default: in one
+// hour) and IssuedAt (default: now).
 type Claims struct {
 	Issuer   string
 	Subject  string
 	Audience []string
-	Expiry   time.Time
-	Nonce    string
-	Scope    string
-	AZP      string
+	Expiry   time.Time // zero: an hour from now
+	IssuedAt time.Time // zero: now
+	// NotBefore, if set, is the nbf claim (absent otherwise).
+	NotBefore time.Time
+	Nonce     string
+	Scope     string
+	AZP       string
 }
 
 // Client is a registered OAuth client.
@@ -246,6 +249,12 @@ func (s *Server) Sign(alg Alg, c Claims) string {
 	}
 	if !c.Expiry.IsZero() {
 		payload["exp"] = c.Expiry.Unix()
+	}
+	if !c.IssuedAt.IsZero() {
+		payload["iat"] = c.IssuedAt.Unix()
+	}
+	if !c.NotBefore.IsZero() {
+		payload["nbf"] = c.NotBefore.Unix()
 	}
 	if c.Subject != "" {
 		payload["sub"] = c.Subject
