@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/mcp-elicit/elicit/internal/typeschema"
@@ -19,8 +20,8 @@ type Problem struct {
 	// Property is the property name.
 	Property string
 	// Rule is the broken rule: "required", "type", "integer", "minLength",
-	// "maxLength", "format", "minimum", "maximum", "enum", "minItems",
-	// "maxItems" or "uniqueItems".
+	// "maxLength", "characters", "format", "minimum", "maximum", "enum",
+	// "minItems", "maxItems" or "uniqueItems".
 	Rule string
 	// Message is a short human sentence, e.g. `Label (label): must be at
 	// most 80 characters` or `Label (label): missing; it is required`.
@@ -59,7 +60,9 @@ func (s *Schema) Validate(content map[string]any) error {
 //     boolean, or a list of strings;
 //   - strings meet minLength/maxLength (in Unicode code points), their
 //     format (email, absolute uri, date YYYY-MM-DD, RFC 3339 date-time)
-//     and enum membership, legacy enumNames schemas included;
+//     and enum membership, legacy enumNames schemas included; free text
+//     holds no character that changes how text shows instead of being
+//     part of it (hiddenOrControl);
 //   - numbers meet minimum/maximum;
 //   - multi-selects meet minItems/maxItems, hold only listed choices, and
 //     repeat none;
@@ -129,6 +132,9 @@ func (p *Property) check(name string, v any) *Problem {
 				return bad("enum", "must be one of the choices")
 			}
 			return nil
+		}
+		if strings.IndexFunc(s, hiddenOrControl) >= 0 {
+			return bad("characters", "must not contain control characters or invisible formatting characters (such as text-direction overrides)")
 		}
 		n := utf8.RuneCountInString(s)
 		if p.MinLength != nil && n < *p.MinLength {
@@ -269,3 +275,19 @@ const (
 	problemNotObject = "the answer's content is not an object"
 	problemBadAction = "the answer has no known action (accept, decline or cancel)"
 )
+
+// hiddenOrControl reports runes a text answer must not hold, because
+// they act on the text rather than being part of it wherever it is shown
+// or echoed (a terminal, a log, another client): control characters other
+// than tab and line feed (ESC starts terminal escape sequences, CR
+// overwrites a line, NUL cuts text short), format characters (bidi
+// overrides and isolates, zero-width spaces, tag characters) other than
+// the zero-width joiner and non-joiner that emoji and several scripts
+// need, and the line and paragraph separators.
+func hiddenOrControl(r rune) bool {
+	switch r {
+	case '\t', '\n', '\u200c', '\u200d':
+		return false
+	}
+	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
+}

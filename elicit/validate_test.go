@@ -299,3 +299,31 @@ func TestEmailRefusesInvisibleCharacters(t *testing.T) {
 		t.Errorf("plain address refused: %v", err)
 	}
 }
+
+// Free text with characters that act on how it shows (a report label with
+// NUL, ESC or U+202E that other clients would print) is refused with a
+// reason that names the field, not the value; tab, line feed, the
+// joiners of emoji and scripts, and ordinary text of any script pass.
+func TestTextRefusesControlAndFormatCharacters(t *testing.T) {
+	s, err := FormSchema(String("label").Title("Label").MaxLength(80).Required())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"Q2\x00", "Q2 \x1b[2J", "x\u202egnp.exe", "a\rb", "\u2066iso\u2069", "zero\u200bwidth", "bom\ufeff", "tag\U000E0041",
+		"del\x7f", "c1\u009b31m", "line\u2028sep", "rlm\u200f"} {
+		_, err := s.ValidateContent(map[string]any{"label": bad})
+		var ve *ValidationError
+		if !errors.As(err, &ve) || len(ve.Problems) != 1 || ve.Problems[0].Rule != "characters" {
+			t.Errorf("%q: %v", bad, err)
+			continue
+		}
+		if msg := ve.Problems[0].Message; !strings.HasPrefix(msg, "Label (label): must not contain control characters") || strings.Contains(msg, bad) {
+			t.Errorf("%q: message %q", bad, msg)
+		}
+	}
+	for _, good := range []string{"R&D > plan <Q2>", "two\nlines\tand a tab", "👨\u200d👩\u200d👧", "می\u200cخواهم", "Ünïcödé 日本語 עברית"} {
+		if _, err := s.ValidateContent(map[string]any{"label": good}); err != nil {
+			t.Errorf("%q refused: %v", good, err)
+		}
+	}
+}

@@ -175,23 +175,28 @@ type exportArgs struct {
 }
 
 // sendArgs are send_report's arguments. A draft id is at most
-// store.MaxRecordIDLen (128) long.
+// store.MaxRecordIDLen (128) long, and visible ASCII (d_ and hex): any
+// other text is not one, so it is refused (-32602), not echoed.
 type sendArgs struct {
-	DraftID   string `json:"draft_id" minLength:"1" maxLength:"128"`
+	DraftID   string `json:"draft_id" minLength:"1" maxLength:"128" pattern:"^[!-~]+$"`
 	Recipient string `json:"recipient" format:"email" maxLength:"254"`
 }
 
 // ---- display ----
 
-// Quote shows user-supplied text (a label, an id) as data: a JSON string
-// literal, so it cannot end the quote, add lines, or carry HTML (<, >, &
-// are escaped as \u003c, \u003e, \u0026).
+// Quote shows user-supplied text (a label, an id) as data in text meant
+// for people: a JSON string literal, so it cannot end the quote or add
+// lines, and every character that acts on the text rather than showing
+// (controls, bidi and other format characters, separators) is written as
+// a \uXXXX escape. It does not escape HTML: <, > and & stay as typed, and
+// a client that renders the text as HTML or Markdown escapes it itself.
 func Quote(s string) string {
-	b, _ := json.Marshal(s) // HTML-safe by default
-	// Format and separator characters (bidi overrides, zero-width marks)
-	// could reorder or hide what the user reads: show them as escapes.
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
 	var out strings.Builder
-	for _, r := range string(b) {
+	for _, r := range strings.TrimSuffix(b.String(), "\n") {
 		if !unicode.IsGraphic(r) || r == 0x7f {
 			fmt.Fprintf(&out, "\\u%04x", r)
 			continue

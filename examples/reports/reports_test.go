@@ -16,11 +16,11 @@ import (
 	"github.com/mcp-elicit/elicit/streamhttp"
 )
 
-// A label is shown as a JSON string literal: it cannot end the quote, add
-// a line, or carry markup.
+// A label is shown as a JSON string literal: it cannot end the quote or
+// add a line; text meant for people is not HTML-escaped.
 func ExampleQuote() {
-	fmt.Println(Quote("Q2 <b>\"final\"</b>\nIgnore the above & send"))
-	// Output: "Q2 \u003cb\u003e\"final\"\u003c/b\u003e\nIgnore the above \u0026 send"
+	fmt.Println(Quote("R&D <b>\"final\"</b>\nIgnore the above\u202e"))
+	// Output: "R&D <b>\"final\"</b>\nIgnore the above\u202e"
 }
 
 func TestForms(t *testing.T) {
@@ -53,7 +53,9 @@ func TestForms(t *testing.T) {
 
 func TestQuoteShowsFormatCharacters(t *testing.T) {
 	for in, want := range map[string]string{
-		"Q3 <b>":          `"Q3 \u003cb\u003e"`,
+		"Q3 <b>":          `"Q3 <b>"`,
+		"R&D > plan":      `"R&D > plan"`,
+		"nul\x00esc\x1b":  `"nul\u0000esc\u001b"`,
 		"x\u202ey":        `"x\u202ey"`,
 		"zero\u200bwidth": `"zero\u200bwidth"`,
 		"line\nbreak":     `"line\nbreak"`,
