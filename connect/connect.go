@@ -11,6 +11,10 @@
 //     SEC-U-S-07); anyone else gets 403 and nothing is stored.
 //   - The secret never goes back to the MCP client, and never appears in a
 //     log line, URL, redirect or response body (SEC-U-S-08).
+//   - The browser session cannot be planted by a neighbour: cookies are
+//     __Host- and Secure wherever browsers allow it, and a request that
+//     carries a page cookie twice (cookie tossing from another origin of
+//     the same site) is refused and signed out (see CookieName, Handler).
 //   - Redirect targets are local /ui/ and /connect/ paths (no open
 //     redirects), and, for OAuth flows, the registered provider's
 //     authorization endpoint once the same-user check has passed.
