@@ -203,3 +203,47 @@ func TestCookieNames(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCookieHeader: whatever Cookie header a page request carries, the
+// handler answers without a server error, a refusal sets nothing but
+// expiries, and two copies of the session cookie are always refused.
+func FuzzCookieHeader(f *testing.F) {
+	st, err := sqlite.Open(filepath.Join(f.TempDir(), "db"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { st.Close() })
+	svc, err := connect.New(connect.Options{Store: st, MasterKey: make([]byte, 32), BaseURL: "http://127.0.0.1:3000", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	tok := strings.Repeat("a", 43)
+	for _, seed := range []string{"", "__Host-elicit_session=" + tok, "elicit_session=" + tok + "; __Host-elicit_session=" + tok,
+		"=__Host-elicit_session=x", "__HOST-elicit_session=x; __Host-elicit_csrf=y", "a=b;;; ;=;__Secure-elicit_signin=\"q\""} {
+		f.Add(seed, "/ui/set_api_key")
+		f.Add(seed, "/connect/x;y/z")
+	}
+	h := svc.Handler()
+	f.Fuzz(func(t *testing.T, cookie, path string) {
+		u := &url.URL{Scheme: "http", Host: "127.0.0.1:3000", Path: "/ui/" + path}
+		req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:3000/ui/", nil)
+		req.URL = u
+		req.Header.Set("Cookie", cookie)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code >= 500 {
+			t.Fatalf("%q at %q: %d", cookie, path, rec.Code)
+		}
+		refused := strings.Contains(rec.Body.String(), `id="cookie-conflict"`)
+		if refused {
+			for _, c := range rec.Result().Cookies() {
+				if c.MaxAge >= 0 {
+					t.Fatalf("%q: a refusal set %+v", cookie, c)
+				}
+			}
+		}
+		if n := len(req.CookiesNamed(svc.CookieName(connect.SessionCookie))); n > 1 && !refused {
+			t.Fatalf("%q: %d session cookies served", cookie, n)
+		}
+	})
+}
