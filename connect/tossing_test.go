@@ -12,8 +12,20 @@ import (
 	"testing"
 
 	"github.com/mcp-elicit/elicit/connect"
+	"github.com/mcp-elicit/elicit/store"
 	"github.com/mcp-elicit/elicit/store/sqlite"
 )
+
+// tempStore is a fresh SQLite store, closed when tb ends.
+func tempStore(tb testing.TB) store.Store {
+	tb.Helper()
+	st, err := sqlite.Open(filepath.Join(tb.TempDir(), "db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	return st
+}
 
 // plant puts a cookie into c's jar as another origin of the same host
 // would (cookies ignore the port): name=value under path.
@@ -126,11 +138,7 @@ func TestRepeatedCookies(t *testing.T) {
 		{"one of each cookie", "https://mcp.example.com", "/ui/", "__Host-elicit_session=" + tok('a') + "; __Host-elicit_csrf=" + tok('b') + "; __Host-elicit_signin=x", false},
 		{"other cookies", "https://mcp.example.com", "/ui/", "theme=dark; theme=light; __Host-elicit_session=" + tok('a'), false},
 	}
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := tempStore(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			logs := &syncBuffer{}
@@ -171,11 +179,7 @@ func TestRepeatedCookies(t *testing.T) {
 // The session cookie names and attributes by origin: __Host- and Secure
 // where browsers accept them over this scheme, plain otherwise.
 func TestCookieNames(t *testing.T) {
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := tempStore(t)
 	for base, want := range map[string]string{
 		"https://mcp.example.com":   "__Host-elicit_session",
 		"http://127.0.0.1:3000":     "__Host-elicit_session",
@@ -208,12 +212,7 @@ func TestCookieNames(t *testing.T) {
 // handler answers without a server error, a refusal sets nothing but
 // expiries, and two copies of the session cookie are always refused.
 func FuzzCookieHeader(f *testing.F) {
-	st, err := sqlite.Open(filepath.Join(f.TempDir(), "db"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { st.Close() })
-	svc, err := connect.New(connect.Options{Store: st, MasterKey: make([]byte, 32), BaseURL: "http://127.0.0.1:3000", Logger: slog.New(slog.DiscardHandler)})
+	svc, err := connect.New(connect.Options{Store: tempStore(f), MasterKey: make([]byte, 32), BaseURL: "http://127.0.0.1:3000", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		f.Fatal(err)
 	}

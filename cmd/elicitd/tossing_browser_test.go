@@ -98,6 +98,12 @@ func TestBrowserCookieTossing(t *testing.T) {
 	has := func(ctx context.Context, who, sel string) bool {
 		return browserValue(t, ctx, who, chromedp.Evaluate[int](`document.querySelectorAll("`+sel+`").length`)) > 0
 	}
+	// visit opens mallory's page at path and follows its link, until one
+	// of the elements in waitFor shows.
+	visit := func(ctx context.Context, path, waitFor string) {
+		t.Helper()
+		do(t, ctx, "alice", chromedp.Navigate(evil.URL+path), chromedp.Click(id("go")), chromedp.WaitVisible(chromedp.CSS(waitFor)))
+	}
 	refused := func(ctx context.Context, who, what string) {
 		t.Helper()
 		body := browserValue(t, ctx, who, chromedp.Text("body"))
@@ -110,11 +116,7 @@ func TestBrowserCookieTossing(t *testing.T) {
 	// page and follows its link.
 	alice := newBrowser(t, exe)
 	signIn(t, alice, c.url+"/ui/login", "alice", "whoami")
-	do(t, alice, "alice",
-		chromedp.Navigate(evil.URL+"/billing"),
-		chromedp.Click(id("go")),
-		chromedp.WaitVisible(chromedp.CSS("#cookie-conflict, #api_key")),
-	)
+	visit(alice, "/billing", "#cookie-conflict, #api_key")
 	screenshot(t, alice, "tossing-key-page")
 	refused(alice, "alice", "key page")
 	if has(alice, "alice", "#api_key") {
@@ -135,11 +137,7 @@ func TestBrowserCookieTossing(t *testing.T) {
 	// planted cookie must not sign it in, and once alice signs in herself
 	// it must not shadow her session.
 	alice2 := newBrowser(t, exe)
-	do(t, alice2, "alice",
-		chromedp.Navigate(evil.URL+"/calendar"),
-		chromedp.Click(id("go")),
-		chromedp.WaitVisible(chromedp.CSS("#cookie-conflict, #continue, #username")),
-	)
+	visit(alice2, "/calendar", "#cookie-conflict, #continue, #username")
 	if has(alice2, "alice", "#username") {
 		do(t, alice2, "alice",
 			chromedp.SendKeys(id("username"), "alice"),
