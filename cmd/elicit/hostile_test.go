@@ -61,7 +61,7 @@ var hostileFields = []struct {
 	{field: "form.property.description"},
 	{field: "form.enum.value"},
 	{field: "form.enum.title"},
-	{field: "form.default"},
+	{field: "form.default", hidden: "a default holding control or invisible formatting characters does not fit its property (elicit's text rule), so the form is refused as unusable and its default never shown"},
 	{field: "input.key"},
 	{field: "form.schema.bad"}, // an unusable form: the property name is in the error
 	{field: "url.message"},
