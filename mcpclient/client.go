@@ -63,7 +63,18 @@ type Options struct {
 	// open while the server works. Cancel through the context instead.
 	HTTPClient *http.Client
 	// Token, when set, is sent as "Authorization: Bearer <Token>".
+	// Authorizer, when set, takes its place.
 	Token string
+	// Authorizer, when set, gives every request its bearer token and
+	// answers the server's 401 and 403 insufficient_scope refusals (sign
+	// in, refresh, step up), after which the request is sent again
+	// (basic/authorization.mdx). Package mcpclient/oauth has one for
+	// OAuth 2.1. A refusal it cannot answer is an *AuthError with Err set.
+	Authorizer Authorizer
+	// MaxAuthorizations caps the Authorize calls for one request; 0 means
+	// DefaultMaxAuthorizations. When the server still refuses after that,
+	// the request fails with ErrAuthorizeLimit.
+	MaxAuthorizations int
 	// ClientInfo is sent as _meta clientInfo on every request (META-C-02);
 	// the zero value means DefaultClientInfo.
 	ClientInfo mcp.Implementation
@@ -117,6 +128,8 @@ type Client struct {
 	endpoint     string
 	http         *http.Client
 	token        string
+	authorizer   Authorizer
+	maxAuth      int
 	info         mcp.Implementation
 	handlers     Handlers
 	caps         mcp.ClientCapabilities
@@ -152,7 +165,7 @@ func New(endpoint string, opts *Options) *Client {
 	if opts != nil {
 		o = *opts
 	}
-	c := &Client{endpoint: endpoint, http: o.HTTPClient, token: o.Token, info: o.ClientInfo,
+	c := &Client{endpoint: endpoint, http: o.HTTPClient, token: o.Token, authorizer: o.Authorizer, maxAuth: o.MaxAuthorizations, info: o.ClientInfo,
 		maxRounds: o.MaxRounds, maxStateOnly: o.MaxStateOnlyRounds, stateDelay: o.StateOnlyDelay,
 		onProgress: o.OnProgress, log: o.Logger, maxMsg: o.MaxMessageBytes}
 	if c.http == nil {
@@ -167,6 +180,9 @@ func New(endpoint string, opts *Options) *Client {
 	c.caps = c.handlers.Capabilities()
 	if c.maxRounds <= 0 {
 		c.maxRounds = DefaultMaxRounds
+	}
+	if c.maxAuth <= 0 {
+		c.maxAuth = DefaultMaxAuthorizations
 	}
 	if c.maxStateOnly <= 0 {
 		c.maxStateOnly = DefaultMaxStateOnlyRounds

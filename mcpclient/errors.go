@@ -105,20 +105,37 @@ func (e *ConnectionError) Unwrap() error { return e.Err }
 
 // AuthError is an HTTP 401 or 403 answer with a JSON body or a Bearer
 // challenge: the server wants (other) credentials. A 401 or 403 with
-// neither (an HTML refusal page) is a NotMCPError. WWWAuthenticate is the challenge, if any; RPC the JSON-RPC
-// error in the body, if any.
+// neither (an HTML refusal page) is a NotMCPError. WWWAuthenticate is the
+// challenge, if any (several header lines joined with ", "); RPC the
+// JSON-RPC error in the body, if any. With an Options.Authorizer, Err says
+// why the refusal stands: the Authorizer's error (a sign-in that failed or
+// was declined), or ErrAuthorizeLimit; StatusCode is 0 when the
+// Authorizer failed to give a token before any request (Err then).
 type AuthError struct {
 	StatusCode      int
 	WWWAuthenticate string
 	RPC             *RPCError
+	Err             error
 }
 
 func (e *AuthError) Error() string {
-	if e.StatusCode == http.StatusForbidden {
-		return "mcpclient: the server refused the request (HTTP 403 Forbidden)"
+	var s string
+	switch e.StatusCode {
+	case 0:
+		s = "mcpclient: no access token"
+	case http.StatusForbidden:
+		s = "mcpclient: the server refused the request (HTTP 403 Forbidden)"
+	default:
+		s = "mcpclient: the server requires authorization (HTTP 401 Unauthorized)"
 	}
-	return "mcpclient: the server requires authorization (HTTP 401 Unauthorized)"
+	if e.Err != nil {
+		s += ": " + strings.TrimPrefix(e.Err.Error(), "mcpclient: ")
+	}
+	return s
 }
+
+// Unwrap returns Err.
+func (e *AuthError) Unwrap() error { return e.Err }
 
 // NotMCPError means the endpoint answered, but not as an MCP server: an
 // unexpected status or content type, or a body that is not a JSON-RPC

@@ -32,6 +32,9 @@ type outgoing struct {
 	// caps, when set, replaces the client's capabilities for this request
 	// (SendRaw).
 	caps *mcp.ClientCapabilities
+	// bearer is the access token to send ("" for none), set per attempt
+	// by postAuthorized.
+	bearer string
 }
 
 // reqParams are the params of every request this client sends; the
@@ -97,7 +100,7 @@ func marshal(v any) ([]byte, error) {
 // (VER-C-02) and keeps that version for later requests.
 func (c *Client) send(ctx context.Context, out *outgoing) (json.RawMessage, error) {
 	version := c.Version()
-	res, err := c.post(ctx, out, version)
+	res, err := c.postAuthorized(ctx, out, version)
 	var rpc *RPCError
 	if err == nil || !errors.As(err, &rpc) || rpc.Code != mcp.CodeUnsupportedProtocolVersion {
 		return res, err
@@ -115,7 +118,7 @@ func (c *Client) send(ctx context.Context, out *outgoing) (json.RawMessage, erro
 		return nil, &UnsupportedVersionError{Supported: data.Supported, Requested: version, RPC: rpc}
 	}
 	c.setVersion(next)
-	res, err = c.post(ctx, out, next)
+	res, err = c.postAuthorized(ctx, out, next)
 	if errors.As(err, &rpc) && rpc.Code == mcp.CodeUnsupportedProtocolVersion {
 		_ = json.Unmarshal(rpc.Data, &data)
 		return nil, &UnsupportedVersionError{Supported: data.Supported, Requested: next, RPC: rpc}
@@ -156,8 +159,8 @@ func (c *Client) post(ctx context.Context, out *outgoing, version string) (json.
 	for k, v := range out.headers {
 		h[k] = v // already canonical (paramHeaders)
 	}
-	if c.token != "" {
-		h.Set("Authorization", "Bearer "+c.token)
+	if out.bearer != "" {
+		h.Set("Authorization", "Bearer "+out.bearer)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -205,10 +208,10 @@ func (r *reading) read(ctx context.Context) (json.RawMessage, error) {
 	isJSON := mt == "application/json" || strings.HasSuffix(mt, "+json")
 	switch {
 	case (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) &&
-		(isJSON || bearerChallenge(resp.Header.Get("WWW-Authenticate"))):
+		(isJSON || bearerChallenge(strings.Join(resp.Header.Values("WWW-Authenticate"), ", "))):
 		// Only an MCP-ish refusal is about the token: an HTML 403 (a
 		// login page's CSRF refusal, say) means a wrong endpoint.
-		ae := &AuthError{StatusCode: resp.StatusCode, WWWAuthenticate: resp.Header.Get("WWW-Authenticate")}
+		ae := &AuthError{StatusCode: resp.StatusCode, WWWAuthenticate: strings.Join(resp.Header.Values("WWW-Authenticate"), ", ")}
 		if isJSON {
 			if b, err := r.body(); err == nil {
 				if m, err := decodeMsg(b); err == nil && m.Error != nil {
@@ -247,11 +250,17 @@ func (r *reading) read(ctx context.Context) (json.RawMessage, error) {
 	return nil, r.notMCP("unexpected HTTP status", b)
 }
 
-// bearerChallenge reports whether a WWW-Authenticate value names the
-// Bearer scheme (RFC 6750 section 3), which MCP authorization uses.
+// bearerChallenge reports whether a WWW-Authenticate value (one or more
+// challenges) names the Bearer scheme (RFC 6750 section 3), which MCP
+// authorization uses.
 func bearerChallenge(v string) bool {
-	scheme, _, _ := strings.Cut(strings.TrimSpace(v), " ")
-	return strings.EqualFold(scheme, "Bearer")
+	for part := range strings.SplitSeq(v, ",") {
+		scheme, _, _ := strings.Cut(strings.TrimSpace(part), " ")
+		if strings.EqualFold(scheme, "Bearer") {
+			return true
+		}
+	}
+	return false
 }
 
 // body reads a JSON body up to the message limit.
