@@ -7,14 +7,16 @@
 //
 //	MCP_CONFORMANCE_SCENARIO          scenario name, e.g. tools_call
 //	MCP_CONFORMANCE_PROTOCOL_VERSION  2026-07-28 (the only wire spoken)
-//	MCP_CONFORMANCE_CONTEXT           JSON for some scenarios (http-custom-headers)
+//	MCP_CONFORMANCE_CONTEXT           JSON for some scenarios (http-custom-headers,
+//	                                  the pre-registered client of auth/pre-registration)
 //
 //	go build -o /tmp/everything-client ./conformance/everything-client
 //	shared/conformance/run client --command /tmp/everything-client --requirements 2026-07-28 -o results
 //
 // It exits 0 when the scenario's steps succeeded, 1 otherwise; the steps go
-// to stderr. Authorization scenarios (auth/*) are not implemented yet and
-// exit 1 at once.
+// to stderr. Authorization scenarios (auth/*) list the tools and call
+// test-tool with package mcpclient/oauth as the Authorizer, signing in
+// without a user (the suite's authorization servers redirect at once).
 package main
 
 import (
@@ -75,15 +77,12 @@ var scenarios = map[string]scenario{
 	"json-schema-2020-12-preservation": schemaEcho,
 }
 
-// errAuthUnsupported: the authorization scenarios need an OAuth client,
-// which this binary does not have yet.
-var errAuthUnsupported = errors.New("authorization scenarios (auth/*) are not supported yet")
-
 func run(ctx context.Context, cfg config) error {
-	if strings.HasPrefix(cfg.scenario, "auth/") {
-		return fmt.Errorf("%s: %w", cfg.scenario, errAuthUnsupported)
-	}
 	fn, ok := scenarios[cfg.scenario]
+	auth := strings.HasPrefix(cfg.scenario, "auth/")
+	if auth {
+		fn, ok = authFlow, true
+	}
 	if !ok {
 		return fmt.Errorf("unknown scenario %q", cfg.scenario)
 	}
@@ -91,11 +90,19 @@ func run(ctx context.Context, cfg config) error {
 		return fmt.Errorf("protocol version %s asked; this client speaks only the %s stateless wire", cfg.version, mcp.ProtocolVersion)
 	}
 	logger := slog.New(slog.NewTextHandler(cfg.log, nil))
-	c := mcpclient.New(cfg.url, &mcpclient.Options{
+	opts := &mcpclient.Options{
 		ClientInfo: mcp.Implementation{Name: "elicit-everything-client", Version: "0.1.0"},
 		Handlers:   handlers(cfg.log),
 		Logger:     logger,
-	})
+	}
+	if auth {
+		a, err := authorizer(cfg, logger)
+		if err != nil {
+			return err
+		}
+		opts.Authorizer = a
+	}
+	c := mcpclient.New(cfg.url, opts)
 	fmt.Fprintf(cfg.log, "scenario %s against %s\n", cfg.scenario, cfg.url)
 	return fn(ctx, c, cfg)
 }
