@@ -90,23 +90,18 @@ type Terminal struct {
 	// cannot see the page (SEC-U-C-04). Nil means xdg-open, or open on
 	// macOS. Called only when AllowOpen is set and the user accepted.
 	Opener func(ctx context.Context, url string) error
+
+	once sync.Once
+	sess *session // shared by Handlers and SignIn: one reader of In
 }
 
 // Handlers returns the handlers for mcpclient.Options.Handlers: ElicitForm,
 // ElicitURL and Sampling always, Roots only when t.Roots is not empty (so
 // the roots capability is declared only when there is something to share).
-// The handlers share one reader of t.In and take turns; the Terminal must
-// not be changed afterwards.
+// The handlers (and SignIn) share one reader of t.In and take turns; the
+// Terminal must not be changed afterwards.
 func (t *Terminal) Handlers() *mcpclient.Handlers {
-	s := &session{t: t, in: t.In, out: t.Out, asked: map[string]string{}}
-	if s.in == nil {
-		s.in = os.Stdin
-	}
-	if s.out == nil {
-		s.out = os.Stdout
-	}
-	s.ansi = IsTerminal(s.out) && os.Getenv("TERM") != "dumb"
-	s.echo = !IsTerminal(s.in)
+	s := t.session()
 	h := &mcpclient.Handlers{
 		ElicitForm: s.elicitForm,
 		ElicitURL:  s.elicitURL,
@@ -116,6 +111,23 @@ func (t *Terminal) Handlers() *mcpclient.Handlers {
 		h.Roots = s.roots
 	}
 	return h
+}
+
+// session returns the Terminal's one session, made on first use.
+func (t *Terminal) session() *session {
+	t.once.Do(func() {
+		s := &session{t: t, in: t.In, out: t.Out, asked: map[string]string{}}
+		if s.in == nil {
+			s.in = os.Stdin
+		}
+		if s.out == nil {
+			s.out = os.Stdout
+		}
+		s.ansi = IsTerminal(s.out) && os.Getenv("TERM") != "dumb"
+		s.echo = !IsTerminal(s.in)
+		t.sess = s
+	})
+	return t.sess
 }
 
 // IsTerminal reports whether v is an *os.File open on a terminal (a
