@@ -1,8 +1,11 @@
 // Package fakeidp is an in-process OpenID Connect issuer for tests: a
 // loopback listener (no httptest) that serves discovery, a JWKS with one RSA
 // and one P-256 key, an authorize endpoint with a demo sign-in (user name
-// only), and a token endpoint issuing ID tokens and JWT access tokens for
-// the authorization code flow with PKCE S256. Sign mints tokens directly,
+// only), a token endpoint issuing JWT access tokens (aud = the resource
+// parameter) and, for the openid scope, ID tokens, for the authorization
+// code flow with PKCE S256, and dynamic client registration (RFC 7591)
+// whose loopback redirect URIs may take any port (RFC 8252 §7.3), as an
+// MCP host's sign-in needs. Sign mints tokens directly,
 // including the broken ones a resource server must refuse (alg none, HMAC
 // keyed with the public key, an unknown key).
 //
@@ -93,6 +96,8 @@ type Server struct {
 	jwksDown     bool
 	rsaKid       string
 	idTokenHook  func(*Claims, *Alg)
+	issued       []string // codes and tokens handed out (Issued)
+	registered   int      // dynamic registrations (Registrations)
 }
 
 // JWKSRequests returns how many times the JWKS was fetched.
@@ -133,6 +138,7 @@ func (s *Server) SetIDTokenHook(f func(*Claims, *Alg)) {
 // grant is an issued, not yet redeemed authorization code.
 type grant struct {
 	client, redirect, user, nonce, challenge, resource string
+	openid                                             bool
 }
 
 // Start generates keys, listens on 127.0.0.1 and serves until tb ends.
@@ -171,6 +177,7 @@ func New() (*Server, error) {
 	mux.HandleFunc("GET /authorize", s.authorizePage)
 	mux.HandleFunc("POST /authorize", s.authorize)
 	mux.HandleFunc("POST /token", s.token)
+	mux.HandleFunc("POST /register", s.register)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
@@ -206,6 +213,7 @@ func (s *Server) discovery(w http.ResponseWriter, r *http.Request) {
 		"grant_types_supported":                          []string{"authorization_code"},
 		"token_endpoint_auth_methods_supported":          []string{"client_secret_basic", "client_secret_post", "none"},
 		"authorization_response_iss_parameter_supported": true,
+		"registration_endpoint":                          s.URL + "/register",
 	})
 }
 
@@ -338,20 +346,20 @@ func (s *Server) checkAuthorize(q url.Values) (Client, string) {
 	switch {
 	case !ok:
 		return c, "unknown client_id"
-	case q.Get("redirect_uri") != c.RedirectURL:
+	case !redirectMatches(c.RedirectURL, q.Get("redirect_uri")):
 		return c, "redirect_uri not registered"
 	case q.Get("response_type") != "code":
 		return c, "response_type must be code"
 	case q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "":
 		return c, "PKCE S256 required"
-	case !strings.Contains(" "+q.Get("scope")+" ", " openid "):
-		return c, "scope must include openid"
 	}
 	return c, ""
 }
 
 // authorize signs the user in (any user name) and redirects back with a
-// code, state and iss (RFC 9207).
+// code, state and iss (RFC 9207). Without the openid scope, the token
+// endpoint issues an access token only (an OAuth client such as an MCP
+// host).
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, "bad form", http.StatusBadRequest)
@@ -368,15 +376,17 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	code := b64(randomBytes(24))
+	redirect := q.Get("redirect_uri")
 	s.mu.Lock()
-	s.codes[code] = &grant{client: c.ID, redirect: c.RedirectURL, user: user, nonce: q.Get("nonce"),
-		challenge: q.Get("code_challenge"), resource: q.Get("resource")}
+	s.codes[code] = &grant{client: c.ID, redirect: redirect, user: user, nonce: q.Get("nonce"),
+		challenge: q.Get("code_challenge"), resource: q.Get("resource"), openid: strings.Contains(" "+q.Get("scope")+" ", " openid ")}
+	s.issued = append(s.issued, code)
 	s.mu.Unlock()
 	v := url.Values{"code": {code}, "iss": {s.URL}}
 	if st := q.Get("state"); st != "" {
 		v.Set("state", st)
 	}
-	http.Redirect(w, r, c.RedirectURL+"?"+v.Encode(), http.StatusFound)
+	http.Redirect(w, r, redirect+"?"+v.Encode(), http.StatusFound)
 }
 
 func randomBytes(n int) []byte {
@@ -429,10 +439,16 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	if hook != nil {
 		hook(&idc, &alg)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	resp := map[string]any{
 		"token_type":   "Bearer",
 		"expires_in":   3600,
 		"access_token": s.Sign(RS256, Claims{Subject: g.user, Audience: []string{aud}}),
-		"id_token":     s.Sign(alg, idc),
-	})
+	}
+	if g.openid {
+		resp["id_token"] = s.Sign(alg, idc)
+	}
+	s.mu.Lock()
+	s.issued = append(s.issued, resp["access_token"].(string))
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, resp)
 }
