@@ -17,7 +17,7 @@ import (
 )
 
 const checkUsage = `usage:
-  elicit check --url URL --tool NAME [--args JSON] [--token A]
+  elicit check --url URL --tool NAME [--args JSON] [--token A | --login]
                [--other-token B] [--other-tool NAME] [--fetch-links P]
                [--allow-effects] [--json] [--timeout D]
 
@@ -40,6 +40,11 @@ what the check did and what it left behind, and the tool's annotations.
   --tool NAME         a tool that asks for input when called
   --args JSON         the tool arguments as one JSON object (default {})
   --token A           bearer token of the user to act as (default $ELICIT_TOKEN)
+  --login             act as the user signed in (OAuth) as elicit call does:
+                      the cached sign-in, or a new one when the server asks
+                      (the prompts go to stderr); not with --token
+  --client-id ID      with --login: a pre-registered client id, as for
+                      elicit call
   --other-token B     a second user's token, to replay A's state as B
                       (default $ELICIT_OTHER_TOKEN)
   --other-tool NAME   the tool to replay the state against (default: one the
@@ -65,10 +70,10 @@ nothing (every case not applicable or could not test).
 `
 
 // runCheck is "elicit check"; it returns the exit status.
-func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cfg := check.Config{Token: os.Getenv("ELICIT_TOKEN"), OtherToken: os.Getenv("ELICIT_OTHER_TOKEN")}
-	var argsJSON, fetchLinks string
-	var asJSON bool
+	var argsJSON, fetchLinks, clientID string
+	var asJSON, login bool
 	timeout := 5 * time.Minute
 	fs := flag.NewFlagSet("elicit check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -79,6 +84,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&argsJSON, "args", "", "tool arguments as a JSON object")
 	fs.StringVar(&cfg.Token, "token", cfg.Token, "bearer token")
 	fs.StringVar(&cfg.OtherToken, "other-token", cfg.OtherToken, "a second user's bearer token")
+	fs.BoolVar(&login, "login", false, "sign in as elicit call does")
+	fs.StringVar(&clientID, "client-id", "", "pre-registered OAuth client id (with --login)")
 	fs.StringVar(&cfg.OtherTool, "other-tool", "", "tool to replay the state against")
 	fs.StringVar(&fetchLinks, "fetch-links", string(check.FetchSafe), "which URL-mode links to open: never, safe or any")
 	fs.BoolVar(&cfg.AllowEffects, "allow-effects", false, "let the check complete the tool (its effect, many times)")
@@ -119,6 +126,10 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return usageErr("--url %q carries a user name or password; MCP servers take a bearer token: put credentials in --token", cfg.Redact(cfg.URL))
 	case timeout <= 0:
 		return usageErr("--timeout must be more than 0, such as 5m")
+	case login && cfg.Token != "":
+		return usageErr("--login and --token (or $ELICIT_TOKEN) both say who to act as: give one")
+	case clientID != "" && !login:
+		return usageErr("--client-id is for --login")
 	}
 	switch p := check.LinkPolicy(fetchLinks); p {
 	case check.FetchNever, check.FetchSafe, check.FetchAny:
@@ -139,6 +150,21 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cfg.Logger = stderrLogger(stderr)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if login {
+		tok, err := checkSignIn(ctx, cfg.URL, clientID, stdin, stderr)
+		if err == nil && tok == "" {
+			fmt.Fprintf(stderr, "elicit check: the server did not ask to sign in; checking without a token\n")
+		}
+		if err != nil {
+			msg := explain(err, cfg.Redact(cfg.URL), false)
+			fmt.Fprintf(stderr, "elicit check: %s\n", termtext.Line(msg))
+			if asJSON {
+				writeJSONError(stdout, "sign-in-failed", msg)
+			}
+			return exitFailed
+		}
+		cfg.Token = tok
+	}
 	rep, err := check.Run(ctx, cfg)
 	if err != nil {
 		kind, msg := checkError(err, &cfg)

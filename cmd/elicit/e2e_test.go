@@ -29,12 +29,22 @@ import (
 // newServer serves the billing and reports apps the way elicitd does,
 // on a loopback port, and returns its origin.
 func newServer(t *testing.T) string {
+	return newServerWith(t, func(string) (auth.Authenticator, map[string]http.Handler) {
+		return auth.DemoBearer{Realm: "test"}, nil
+	})
+}
+
+// newServerWith is newServer with the authenticator and the extra routes
+// (such as the protected resource metadata) that authn makes for the
+// origin.
+func newServerWith(t *testing.T, authn func(base string) (auth.Authenticator, map[string]http.Handler)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	base := "http://" + ln.Addr().String()
+	authenticator, routes := authn(base)
 	dir := t.TempDir()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	master, err := connect.LoadOrCreateMasterKey(dir)
@@ -58,7 +68,10 @@ func newServer(t *testing.T) string {
 	reports.New(flows, st, logger).Register(srv)
 	hosts := []string{"127.0.0.1"}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", streamhttp.NewHandler(srv, &streamhttp.Options{Auth: auth.DemoBearer{Realm: "test"}, AllowedHosts: hosts, Logger: logger}))
+	mux.Handle("/mcp", streamhttp.NewHandler(srv, &streamhttp.Options{Auth: authenticator, AllowedHosts: hosts, Logger: logger}))
+	for pattern, h := range routes {
+		mux.Handle(pattern, h)
+	}
 	mux.Handle("/ui/", streamhttp.AllowHosts(hosts, flows.Handler()))
 	ts := &httptest.Server{Listener: ln, Config: &http.Server{Handler: mux}}
 	ts.Start()

@@ -17,6 +17,7 @@ import (
 	"github.com/mcp-elicit/elicit/internal/termtext"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpclient"
+	"github.com/mcp-elicit/elicit/mcpclient/oauth"
 )
 
 // host runs one command against one server.
@@ -25,11 +26,34 @@ type host struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
+
+	term    *consent.Terminal // made on first use (terminal)
+	auth    *oauth.Authorizer // made on first use (authorizer)
+	closers []func() error    // run at the end (close)
 }
 
 // client makes the MCP client; handlers nil declares no client
-// capabilities (tools/list needs none).
-func (h *host) client(handlers *mcpclient.Handlers) *mcpclient.Client {
+// capabilities (tools/list needs none). Without --token or --no-login it
+// signs in when the server asks (login.go).
+func (h *host) client(handlers *mcpclient.Handlers) (*mcpclient.Client, error) {
+	if h.opts.token != "" || h.opts.noLogin {
+		return h.newClient(handlers, nil), nil
+	}
+	var c *mcpclient.Client
+	a, err := h.authorizer(func() mcpclient.Asker { return c.Asker() })
+	if err != nil {
+		return nil, err
+	}
+	c = h.newClient(handlers, a)
+	return c, nil
+}
+
+// newClient makes the MCP client with a (nil for none) or --token.
+func (h *host) newClient(handlers *mcpclient.Handlers, a *oauth.Authorizer) *mcpclient.Client {
+	var authz mcpclient.Authorizer
+	if a != nil {
+		authz = a
+	}
 	return mcpclient.New(h.opts.url, &mcpclient.Options{
 		// No overall timeout: a call waits for the user. Dialing and
 		// response headers are bounded so a dead server is reported.
@@ -40,6 +64,7 @@ func (h *host) client(handlers *mcpclient.Handlers) *mcpclient.Client {
 			ResponseHeaderTimeout: 2 * time.Minute,
 		}},
 		Token:      h.opts.token,
+		Authorizer: authz,
 		ClientInfo: mcp.Implementation{Name: "elicit", Version: version},
 		Handlers:   handlers,
 		Logger:     stderrLogger(h.stderr),
@@ -63,7 +88,11 @@ func stderrLogger(w io.Writer) *slog.Logger {
 // tools lists the server's tools: name, title and the first line of the
 // description; --json prints {"tools": [...]}, every page of tools/list.
 func (h *host) tools(ctx context.Context) error {
-	tools, err := h.client(nil).ListTools(ctx)
+	c, err := h.client(nil)
+	if err != nil {
+		return err
+	}
+	tools, err := c.ListTools(ctx)
 	if err != nil {
 		return err
 	}
@@ -90,12 +119,7 @@ func (h *host) tools(ctx context.Context) error {
 func (h *host) call(ctx context.Context) error {
 	// With --json, stdout carries the result only; the questions go to
 	// stderr.
-	out := h.stdout
-	if h.opts.json {
-		out = h.stderr
-	}
-	term := &consent.Terminal{In: h.stdin, Out: out, AllowOpen: h.opts.open,
-		Interactive: !h.opts.plain && consent.IsTerminal(h.stdin) && consent.IsTerminal(out)}
+	term := h.terminal()
 	for _, p := range h.opts.roots {
 		r, err := consent.RootFromPath(p)
 		if err != nil {
@@ -103,7 +127,10 @@ func (h *host) call(ctx context.Context) error {
 		}
 		term.Roots = append(term.Roots, r)
 	}
-	c := h.client(term.Handlers())
+	c, err := h.client(term.Handlers())
+	if err != nil {
+		return err
+	}
 	// The input schema decides how --arg values are typed; without --arg
 	// there is nothing to look up.
 	var schema json.RawMessage
@@ -202,6 +229,8 @@ func explain(err error, endpoint string, hadToken bool) string {
 			return fmt.Sprintf("cannot reach the MCP server at %s: connection refused. Is it running?", endpoint)
 		}
 		return fmt.Sprintf("cannot reach the MCP server at %s: %v", endpoint, conn.Err)
+	case errors.As(err, &authErr) && authErr.Err != nil:
+		return signInExplained(authErr, endpoint)
 	case errors.As(err, &authErr):
 		if authErr.StatusCode == http.StatusForbidden {
 			return fmt.Sprintf("the server at %s refused the request (HTTP 403): the token is not allowed to do this", endpoint)
@@ -209,7 +238,7 @@ func explain(err error, endpoint string, hadToken bool) string {
 		if hadToken {
 			return fmt.Sprintf("the server at %s rejected the token (HTTP 401)", endpoint)
 		}
-		return fmt.Sprintf("the server at %s requires authorization (HTTP 401): pass --token or set ELICIT_TOKEN", endpoint)
+		return fmt.Sprintf("the server at %s requires authorization (HTTP 401): sign in (leave out --no-login), or pass --token or set ELICIT_TOKEN", endpoint)
 	case errors.As(err, &notMCP), errors.As(err, &protoErr):
 		return strings.TrimPrefix(err.Error(), "mcpclient: ")
 	case errors.Is(err, mcpclient.ErrRoundLimit), errors.Is(err, mcpclient.ErrStateOnlyLimit):

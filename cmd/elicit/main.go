@@ -4,9 +4,17 @@
 // URL mode, and the deprecated sampling and roots), through package
 // consent.
 //
-//	elicit tools --url U [--token T] [--json]
-//	elicit call TOOL --url U [--arg k=v]... [--args JSON] [--token T] [--json] [--root PATH]... [--open] [--plain]
-//	elicit check --url U --tool NAME [--args JSON] [--token A] [--other-token B] [--other-tool NAME] [--fetch-links P] [--allow-effects] [--json] [--timeout D]
+//	elicit tools --url U [--token T | --no-login] [--client-id ID] [--json] [--open] [--plain]
+//	elicit call TOOL --url U [--arg k=v]... [--args JSON] [--token T | --no-login] [--client-id ID] [--json] [--root PATH]... [--open] [--plain]
+//	elicit login --url U [--client-id ID] [--open] [--plain]
+//	elicit logout --url U
+//	elicit check --url U --tool NAME [--args JSON] [--token A | --login] [--other-token B] [--other-tool NAME] [--fetch-links P] [--allow-effects] [--json] [--timeout D]
+//
+// Without --token, a server that answers 401 is signed in to with OAuth
+// 2.1 (MCP authorization, package mcpclient/oauth): the authorization URL
+// is shown like a URL-mode link and opened only after a yes, the browser
+// comes back to a loopback redirect, and the token is cached per server
+// in the user's configuration directory until elicit logout.
 //
 // check tests the server's elicitation safety (package check), completing
 // nothing unless --allow-effects is given; its exit
@@ -67,15 +75,24 @@ func main() {
 }
 
 const usage = `usage:
-  elicit tools --url URL [--token T] [--json]
-  elicit call TOOL --url URL [--arg k=v]... [--args JSON] [--token T] [--json]
-              [--root PATH]... [--open] [--plain]
-  elicit check --url URL --tool NAME [--args JSON] [--token A]
+  elicit tools --url URL [--token T | --no-login] [--json] [--open] [--plain]
+  elicit call TOOL --url URL [--arg k=v]... [--args JSON] [--token T | --no-login]
+              [--json] [--root PATH]... [--open] [--plain]
+  elicit login --url URL [--client-id ID] [--open] [--plain]
+  elicit logout --url URL
+  elicit check --url URL --tool NAME [--args JSON] [--token A | --login]
               [--other-token B] [--other-tool NAME] [--fetch-links P]
               [--allow-effects] [--json] [--timeout D]
 
   --url URL     the server's MCP endpoint, e.g. http://127.0.0.1:3000/mcp
-  --token T     bearer token (default $ELICIT_TOKEN)
+  --token T     bearer token (default $ELICIT_TOKEN); without one, a server
+                that answers 401 is signed in to (OAuth): the sign-in page
+                is shown, and opened only after you say yes; the token is
+                cached per server until elicit logout
+  --no-login    never sign in: a 401 is an error
+  --client-id ID  a client id registered at the server's authorization
+                server (its secret in $ELICIT_CLIENT_SECRET); without one
+                elicit registers itself where the server allows it
   --json        print the raw result as JSON (questions then go to stderr)
   --arg k=v     one tool argument; a string unless the tool's input schema
                 says number, integer, boolean, array or object (then v is
@@ -83,8 +100,8 @@ const usage = `usage:
   --args JSON   the tool arguments as one JSON object
   --root PATH   a folder the server may be told about (roots, deprecated);
                 asked before sharing. Repeatable
-  --open        open an accepted URL in the system browser (xdg-open/open);
-                without it the URL is printed for you to open
+  --open        open an accepted URL or sign-in page in the system browser
+                (xdg-open/open); without it the URL is printed for you to open
   --plain       line mode even on a terminal
 `
 
@@ -100,7 +117,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	cmd, rest := args[0], args[1:]
 	if cmd == "check" {
-		return runCheck(ctx, rest, stdout, stderr)
+		return runCheck(ctx, rest, stdin, stdout, stderr)
 	}
 	opts, err := parseFlags(cmd, rest)
 	if errors.Is(err, flag.ErrHelp) {
@@ -112,11 +129,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitUsage
 	}
 	h := &host{opts: opts, stdin: stdin, stdout: stdout, stderr: stderr}
+	defer h.close()
 	switch cmd {
 	case "tools":
 		err = h.tools(ctx)
 	case "call":
 		err = h.call(ctx)
+	case "login":
+		err = h.login(ctx)
+	case "logout":
+		err = h.logout(ctx)
 	}
 	var toolErr *toolError
 	switch {
@@ -156,6 +178,8 @@ type options struct {
 	open      bool
 	plain     bool
 	argsGiven bool
+	clientID  string
+	noLogin   bool
 }
 
 type listFlag []string
@@ -173,16 +197,22 @@ func parseFlags(cmd string, args []string) (*options, error) {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	fs.StringVar(&o.url, "url", "", "MCP endpoint URL")
-	fs.StringVar(&o.token, "token", o.token, "bearer token")
-	fs.BoolVar(&o.json, "json", false, "print the raw result")
+	if cmd == "tools" || cmd == "call" {
+		fs.StringVar(&o.token, "token", o.token, "bearer token")
+		fs.BoolVar(&o.json, "json", false, "print the raw result")
+		fs.BoolVar(&o.noLogin, "no-login", false, "never sign in")
+	}
+	if cmd != "logout" {
+		fs.StringVar(&o.clientID, "client-id", "", "pre-registered OAuth client id")
+		fs.BoolVar(&o.open, "open", false, "open accepted URLs in the system browser")
+		fs.BoolVar(&o.plain, "plain", false, "line mode even on a terminal")
+	}
 	switch cmd {
-	case "tools":
+	case "tools", "login", "logout":
 	case "call":
 		fs.Var((*listFlag)(&o.args), "arg", "argument k=v (repeatable)")
 		fs.StringVar(&o.argsJSON, "args", "", "arguments as a JSON object")
 		fs.Var((*listFlag)(&o.roots), "root", "a folder to offer as a root (repeatable)")
-		fs.BoolVar(&o.open, "open", false, "open accepted URLs in the system browser")
-		fs.BoolVar(&o.plain, "plain", false, "line mode even on a terminal")
 	default:
 		return nil, fmt.Errorf("unknown command %q", cmd)
 	}
@@ -200,10 +230,12 @@ func parseFlags(cmd string, args []string) (*options, error) {
 	switch {
 	case cmd == "call" && len(operands) != 1:
 		return nil, errors.New("call needs exactly one TOOL name")
-	case cmd == "tools" && len(operands) != 0:
+	case cmd != "call" && len(operands) != 0:
 		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(operands, " "))
 	case o.url == "":
 		return nil, errors.New("--url is required")
+	case o.noLogin && o.clientID != "":
+		return nil, errors.New("--client-id is for signing in, which --no-login forbids")
 	}
 	if u, err := url.Parse(o.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("--url %q is not an http(s) URL such as http://127.0.0.1:3000/mcp", o.url)

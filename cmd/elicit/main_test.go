@@ -111,7 +111,7 @@ func TestExplain(t *testing.T) {
 			"the server at " + ep + " does not speak MCP 2026-07-28: it serves 2025-11-25"},
 		{&mcpclient.MissingCapabilityError{RequiredCapabilities: mcp.ClientCapabilities{Roots: &mcp.RootsCapability{}}, RPC: rpc},
 			`the server refused the call: it needs the client capability {"roots":{}}, which this client did not declare; pass --root PATH to offer a folder`},
-		{&mcpclient.AuthError{StatusCode: 401}, "requires authorization (HTTP 401): pass --token or set ELICIT_TOKEN"},
+		{&mcpclient.AuthError{StatusCode: 401}, "requires authorization (HTTP 401): sign in (leave out --no-login), or pass --token or set ELICIT_TOKEN"},
 		{fmt.Errorf("%w: sampling request %q", consent.ErrDeclined, "s"), `consent: the user declined: sampling request "s"; the call was not retried`},
 		{context.Canceled, "interrupted"},
 		{&mcpclient.RPCError{Method: "tools/call", Code: -32602, Message: "Unknown tool\x1b[2J"}, "tools/call: server error -32602: Unknown tool\ufffd[2J"},
