@@ -93,16 +93,7 @@ func RenderURL(w io.Writer, who mcpclient.Asker, message string, rep *URLReport,
 	fmt.Fprintf(ew, "  Message:  %s\n", indent(message, "            "))
 	fmt.Fprintf(ew, "  URL:      %s\n", rep.Highlight(marker(ansi)))
 	fmt.Fprintf(ew, "  Domain:   %s\n", domainLine(rep))
-	warnings := rep.Warnings
-	if w, ok := otherSite(who, rep); ok {
-		warnings = append([]Warning{w}, warnings...)
-	}
-	if len(warnings) > 0 {
-		fmt.Fprintf(ew, "  Warnings:\n")
-		for _, w := range warnings {
-			fmt.Fprintf(ew, "    ! %s\n", w.Message)
-		}
-	}
+	writeWarnings(ew, who, rep, "The page")
 	fmt.Fprintf(ew, "  Nothing has been opened or fetched.\n")
 	return ew.err
 }
@@ -123,15 +114,30 @@ func domainLine(rep *URLReport) string {
 	return rep.Host + " (no registrable domain)"
 }
 
+// writeWarnings writes the warnings of rep, after one when what (e.g.
+// "The page") is on another site than the endpoint.
+func writeWarnings(w io.Writer, who mcpclient.Asker, rep *URLReport, what string) {
+	warnings := rep.Warnings
+	if o, ok := otherSite(who, rep, what); ok {
+		warnings = append([]Warning{o}, warnings...)
+	}
+	if len(warnings) > 0 {
+		fmt.Fprintf(w, "  Warnings:\n")
+		for _, o := range warnings {
+			fmt.Fprintf(w, "    ! %s\n", o.Message)
+		}
+	}
+}
+
 // otherSite warns when the page is on another site than the endpoint
 // (loopback counts as one site: both are this computer).
-func otherSite(who mcpclient.Asker, rep *URLReport) (Warning, bool) {
+func otherSite(who mcpclient.Asker, rep *URLReport, what string) (Warning, bool) {
 	ep, err := InspectURL(who.Endpoint)
 	if err != nil || (ep.Loopback && rep.Loopback) || ep.Site() == rep.Site() {
 		return Warning{}, false
 	}
 	return Warning{Kind: WarnOtherSite, Message: fmt.Sprintf(
-		"The page is on %s, not on %s, the server you connected to.", rep.Site(), ep.Site())}, true
+		"%s is on %s, not on %s, the server you connected to.", what, rep.Site(), ep.Site())}, true
 }
 
 // errWriter keeps the first write error so a screen can be written with

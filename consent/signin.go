@@ -54,17 +54,7 @@ func RenderSignIn(w io.Writer, who mcpclient.Asker, req *SignInRequest, rep *URL
 	fmt.Fprintf(ew, "  For:        %s\n  Scopes:     %s\n", clean(req.Resource), scopes)
 	fmt.Fprintf(ew, "  URL:        %s\n", rep.Highlight(marker(ansi)))
 	fmt.Fprintf(ew, "  Domain:     %s\n", domainLine(rep))
-	warnings := rep.Warnings
-	if w, ok := otherSite(who, rep); ok {
-		w.Message = strings.Replace(w.Message, "The page is", "The sign-in page is", 1)
-		warnings = append([]Warning{w}, warnings...)
-	}
-	if len(warnings) > 0 {
-		fmt.Fprintf(ew, "  Warnings:\n")
-		for _, w := range warnings {
-			fmt.Fprintf(ew, "    ! %s\n", w.Message)
-		}
-	}
+	writeWarnings(ew, who, rep, "The sign-in page")
 	fmt.Fprintf(ew, "  Nothing has been opened. Sign in only if you trust this page: it gets your account's consent.\n")
 	return ew.err
 }
@@ -105,18 +95,22 @@ func (t *Terminal) SignIn(ctx context.Context, who mcpclient.Asker, req *SignInR
 		fmt.Fprintf(s.out, "Not signed in.\n")
 		return ErrSignInDeclined
 	}
-	opened := false
-	if t.AllowOpen {
-		if err := s.open(ctx, rep.URL); err != nil {
-			fmt.Fprintf(s.out, "Could not open a browser (%s).\n", clean(err.Error()))
-		} else {
-			opened = true
-			fmt.Fprintf(s.out, "Opened in your browser:\n  %s\n", rep.URL)
-		}
-	}
-	if !opened {
-		fmt.Fprintf(s.out, "Open this URL in your browser to sign in:\n  %s\n", rep.URL)
-	}
+	s.openOrShow(ctx, rep.URL, "Open this URL in your browser to sign in:")
 	fmt.Fprintf(s.out, "Waiting for the browser to come back to %s (Ctrl-C to stop)…\n", clean(req.RedirectURL))
 	return nil
+}
+
+// openOrShow opens url when AllowOpen is set and says so; otherwise, or
+// when no browser opens, it prints show and the URL for the user to open.
+// Call it only after the user's yes.
+func (s *session) openOrShow(ctx context.Context, url, show string) {
+	if s.t.AllowOpen {
+		err := s.open(ctx, url)
+		if err == nil {
+			fmt.Fprintf(s.out, "Opened in your browser:\n  %s\n", url)
+			return
+		}
+		fmt.Fprintf(s.out, "Could not open a browser (%s).\n", clean(err.Error()))
+	}
+	fmt.Fprintf(s.out, "%s\n  %s\n", show, url)
 }

@@ -56,18 +56,7 @@ func (s *session) elicitURL(ctx context.Context, who mcpclient.Asker, key string
 	}
 
 	// Consent given: now, and only now, the page may be opened.
-	opened := false
-	if s.t.AllowOpen {
-		if err := s.open(ctx, rep.URL); err != nil {
-			fmt.Fprintf(s.out, "Could not open a browser (%s).\n", clean(err.Error()))
-		} else {
-			opened = true
-			fmt.Fprintf(s.out, "Opened in your browser:\n  %s\n", rep.URL)
-		}
-	}
-	if !opened {
-		fmt.Fprintf(s.out, "Open this URL in your browser yourself:\n  %s\n", rep.URL)
-	}
+	s.openOrShow(ctx, rep.URL, "Open this URL in your browser yourself:")
 
 	// Accept means consent, not completion: let the user say when the page
 	// is done so the retry is not sent too early (ELI-U-C-02).

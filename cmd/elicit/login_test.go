@@ -49,8 +49,8 @@ func newJWTServer(t *testing.T) (string, *fakeidp.Server) {
 	return base, idp
 }
 
-// liveRun runs the program in the background; its stdout is read line by
-// line as it comes.
+// liveRun runs the program in the background; one of its outputs (stdout,
+// or stderr for elicit check) is read line by line as it comes.
 type liveRun struct {
 	lines  chan string
 	out    syncBuffer // all of stdout
@@ -58,21 +58,25 @@ type liveRun struct {
 	done   chan int
 }
 
-func startElicit(t *testing.T, input io.Reader, args ...string) *liveRun {
+func startElicit(t *testing.T, input io.Reader, fromStderr bool, args ...string) *liveRun {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	pr, pw := io.Pipe()
 	r := &liveRun{lines: make(chan string, 100), done: make(chan int, 1)}
+	read, stdout, stderr := &r.out, io.Writer(pw), io.Writer(&r.errOut)
+	if fromStderr {
+		read, stdout, stderr = &r.errOut, &r.out, pw
+	}
 	go func() {
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
-			r.out.Write([]byte(sc.Text() + "\n"))
+			read.Write([]byte(sc.Text() + "\n"))
 			r.lines <- sc.Text()
 		}
 		close(r.lines)
 	}()
 	go func() {
-		code := run(ctx, args, input, pw, &r.errOut)
+		code := run(ctx, args, input, stdout, stderr)
 		pw.Close()
 		cancel()
 		r.done <- code
@@ -131,7 +135,7 @@ func signInAt(t *testing.T, idp *fakeidp.Server, authURL, user string) {
 // exit status, stdout and stderr.
 func signInFlow(t *testing.T, idp *fakeidp.Server, user string, args ...string) (int, string, string) {
 	t.Helper()
-	r := startElicit(t, strings.NewReader("yes\n"), args...)
+	r := startElicit(t, strings.NewReader("yes\n"), false, args...)
 	r.line(t, "Open this URL in your browser to sign in:")
 	signInAt(t, idp, strings.TrimSpace(r.line(t, "  http")), user)
 	code := r.wait()
@@ -214,24 +218,8 @@ func TestSignIn(t *testing.T) {
 func TestCheckLogin(t *testing.T) {
 	base, idp := newJWTServer(t)
 	ep := base + "/mcp"
-	pr, pw := io.Pipe()
-	r := &liveRun{lines: make(chan string, 100), done: make(chan int, 1)}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			r.errOut.Write([]byte(sc.Text() + "\n"))
-			r.lines <- sc.Text()
-		}
-		close(r.lines)
-	}()
-	go func() {
-		code := run(ctx, []string{"check", "--url", ep, "--tool", reports.ToolExport, "--args", `{"period":"2026-Q2","dataset":"sales"}`, "--login", "--json"},
-			strings.NewReader("yes\n"), &r.out, pw)
-		pw.Close()
-		r.done <- code
-	}()
+	r := startElicit(t, strings.NewReader("yes\n"), true, "check", "--url", ep, "--tool", reports.ToolExport,
+		"--args", `{"period":"2026-Q2","dataset":"sales"}`, "--login", "--json")
 	r.line(t, "Open this URL in your browser to sign in:")
 	signInAt(t, idp, strings.TrimSpace(r.line(t, "  http")), "alice")
 	code := r.wait()

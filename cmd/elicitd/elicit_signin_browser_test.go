@@ -115,7 +115,7 @@ func TestBrowserHostSignIn(t *testing.T) {
 	h.await(t, regexp.MustCompile(`^The server asks you to sign in \(MCP authorization\)\.$`))
 	h.answer(t, "yes")
 	h.await(t, regexp.MustCompile(`^Open this URL in your browser to sign in:$`))
-	authURL := h.await(t, regexp.MustCompile(`^  (` + regexp.QuoteMeta(idp.URL) + `/authorize\?\S+)$`))
+	authURL := h.await(t, regexp.MustCompile(`^  (`+regexp.QuoteMeta(idp.URL)+`/authorize\?\S+)$`))
 	do(t, browser, "alice",
 		chromedp.Navigate(authURL),
 		chromedp.WaitVisible(chromedp.ID("username")),

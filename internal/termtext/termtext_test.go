@@ -157,3 +157,17 @@ func FuzzSanitize(f *testing.F) {
 		}
 	})
 }
+
+func TestClip(t *testing.T) {
+	for in, want := range map[string]string{
+		"short":           "short",
+		"0123456789abc":   "0123456789…",
+		"\x1b[2Jcleared":  `\x1b[2Jcleare…`,
+		"ééééééé":         "ééééé…",
+		"ok\u202egnp.exe": `ok\u202egnp.e…`,
+	} {
+		if got := Clip(in, 10); got != want {
+			t.Errorf("Clip(%q, 10) = %q, want %q", in, got, want)
+		}
+	}
+}

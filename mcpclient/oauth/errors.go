@@ -4,7 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode"
+
+	"github.com/mcp-elicit/elicit/internal/termtext"
 )
 
 // Sentinel errors, matched with errors.Is.
@@ -151,18 +152,5 @@ func (e *RegistrationError) Error() string {
 // Unwrap returns Err.
 func (e *RegistrationError) Unwrap() error { return e.Err }
 
-// clip makes text from a server safe to put in an error: at most n bytes,
-// control and format characters (bidi, zero-width) replaced. Callers that
-// print errors clean them again; this keeps a hostile server from
-// stuffing a screenful into one.
-func clip(s string, n int) string {
-	if len(s) > n {
-		s = strings.ToValidUTF8(s[:n], "") + "…"
-	}
-	return strings.Map(func(r rune) rune {
-		if r != ' ' && !unicode.IsGraphic(r) {
-			return '\uFFFD'
-		}
-		return r
-	}, s)
-}
+// clip quotes server text in an error (internal/termtext.Clip).
+func clip(s string, n int) string { return termtext.Clip(s, n) }
