@@ -90,4 +90,3 @@ func authFlow(ctx context.Context, c *mcpclient.Client, cfg config) error {
 	fmt.Fprintf(cfg.log, "test-tool: %s\n", text(r))
 	return nil
 }
-
