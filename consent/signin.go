@@ -13,7 +13,7 @@ import (
 )
 
 // ErrSignInDeclined is returned (wrapped) by Terminal.SignIn when the user
-// does not agree to open the sign-in page: the request that needed it
+// does not agree to sign in: the request that needed it
 // fails.
 var ErrSignInDeclined = errors.New("consent: the user declined to sign in")
 
@@ -59,8 +59,8 @@ func RenderSignIn(w io.Writer, who mcpclient.Asker, req *SignInRequest, rep *URL
 	return ew.err
 }
 
-// SignIn shows req (RenderSignIn) and asks whether to open the sign-in
-// page. Only after a yes is the page opened (with Opener when AllowOpen
+// SignIn shows req (RenderSignIn) and asks whether to sign in there. Only
+// after a yes is the page opened (with Opener when AllowOpen
 // is set) or printed for the user to open; then it returns, and the
 // caller waits for the browser to come back to req.RedirectURL. No, end of
 // input, Esc or Ctrl-C is ErrSignInDeclined. A URL that InspectURL
@@ -81,12 +81,12 @@ func (t *Terminal) SignIn(ctx context.Context, who mcpclient.Asker, req *SignInR
 	}
 	var answer string
 	if t.Interactive {
-		answer, err = s.huhChoice(ctx, "Open the sign-in page?", []huh.Option[string]{
-			huh.NewOption("Yes — open the sign-in page", "yes"),
+		answer, err = s.huhChoice(ctx, "Sign in at this page?", []huh.Option[string]{
+			huh.NewOption("Yes — sign in at this page", "yes"),
 			huh.NewOption("No — do not sign in", "no"),
 		})
 	} else {
-		answer, err = s.choose(ctx, "Type yes to open the sign-in page, or no to stop:", []string{"yes", "no"}, nil, "no")
+		answer, err = s.choose(ctx, "Type yes to sign in at this page, or no to stop:", []string{"yes", "no"}, nil, "no")
 	}
 	if err != nil {
 		return err

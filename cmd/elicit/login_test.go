@@ -154,7 +154,7 @@ func TestSignIn(t *testing.T) {
 		t.Fatalf("tools: exit %d\n%s\n%s", code, out, errOut)
 	}
 	for _, want := range []string{"The server asks you to sign in (MCP authorization).", "Sign in at: " + idp.URL,
-		"For:        " + ep, "Domain:     127.0.0.1 (an IP address: this computer)", "Type yes to open the sign-in page",
+		"For:        " + ep, "Domain:     127.0.0.1 (an IP address: this computer)", "Type yes to sign in at this page",
 		"Waiting for the browser to come back to http://127.0.0.1:"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

@@ -14,7 +14,8 @@
 // 2.1 (MCP authorization, package mcpclient/oauth): the authorization URL
 // is shown like a URL-mode link and opened only after a yes, the browser
 // comes back to a loopback redirect, and the token is cached per server
-// in the user's configuration directory until elicit logout.
+// (a 0600 file in $ELICIT_CONFIG_DIR/oauth, else in elicit/oauth under the
+// user's configuration directory) until elicit logout.
 //
 // check tests the server's elicitation safety (package check), completing
 // nothing unless --allow-effects is given; its exit
