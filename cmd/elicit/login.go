@@ -149,15 +149,14 @@ func (h *host) logout(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s, err := a.Session(ctx)
-	if err != nil && !strings.Contains(err.Error(), "token cache") {
-		return err
-	}
+	// A cache file that cannot be read (damaged, or readable by others)
+	// is deleted all the same.
+	s, serr := a.Session(ctx)
 	if err := a.SignOut(ctx); err != nil {
 		return err
 	}
 	out := h.promptOut()
-	if s.Issuer == "" && err == nil {
+	if s.Issuer == "" && serr == nil {
 		fmt.Fprintf(out, "Nothing was cached for %s.\n", termtext.Line(h.opts.url))
 		return nil
 	}

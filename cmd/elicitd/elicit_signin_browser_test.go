@@ -106,7 +106,6 @@ func TestBrowserHostSignIn(t *testing.T) {
 	}
 	env := append(environWithoutElicit(), "ELICIT_CONFIG_DIR="+filepath.Join(dir, "config"))
 	ep := e.url + "/mcp"
-	browser := newBrowser(t, exe)
 
 	// connect_billing: 401, sign-in, then the URL-mode page.
 	h := startHost(t, bin, env, "call", billing.ToolName, "--url", ep, "--plain")
@@ -116,6 +115,7 @@ func TestBrowserHostSignIn(t *testing.T) {
 	h.answer(t, "yes")
 	h.await(t, regexp.MustCompile(`^Open this URL in your browser to sign in:$`))
 	authURL := h.await(t, regexp.MustCompile(`^  (`+regexp.QuoteMeta(idp.URL)+`/authorize\?\S+)$`))
+	browser := newBrowser(t, exe) // each browser step has its own time limit
 	do(t, browser, "alice",
 		chromedp.Navigate(authURL),
 		chromedp.WaitVisible(chromedp.ID("username")),
@@ -125,6 +125,7 @@ func TestBrowserHostSignIn(t *testing.T) {
 	)
 	screenshot(t, browser, "host-signed-in")
 	link := h.await(t, regexp.MustCompile(`URL:\s+(http://127\.0\.0\.1:\d+/ui/set_api_key\?flow=[0-9a-f]{32})`))
+	browser = newBrowser(t, exe)
 	signIn(t, browser, link, "alice", "api_key") // the pages sign in at the issuer too
 	do(t, browser, "alice",
 		chromedp.SendKeys(chromedp.ID("api_key"), testKey),
