@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -370,15 +369,4 @@ func sameRedirect(a, b string) bool {
 	ua, _ := url.Parse(a)
 	ub, _ := url.Parse(b)
 	return ua.Hostname() == ub.Hostname() && ua.EscapedPath() == ub.EscapedPath() && ua.RawQuery == ub.RawQuery
-}
-
-// hostOf is the host of raw, for messages; raw itself when it has none.
-func hostOf(raw string) string {
-	if u, err := url.Parse(raw); err == nil && u.Host != "" {
-		if h, _, err := net.SplitHostPort(u.Host); err == nil {
-			return h
-		}
-		return u.Host
-	}
-	return raw
 }
