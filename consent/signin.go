@@ -9,6 +9,7 @@ import (
 
 	"github.com/charmbracelet/huh"
 
+	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpclient"
 )
 
@@ -62,8 +63,9 @@ func RenderSignIn(w io.Writer, who mcpclient.Asker, req *SignInRequest, rep *URL
 // SignIn shows req (RenderSignIn) and asks whether to sign in there. Only
 // after a yes is the page opened (with Opener when AllowOpen
 // is set) or printed for the user to open; then it returns, and the
-// caller waits for the browser to come back to req.RedirectURL. No, end of
-// input, Esc or Ctrl-C is ErrSignInDeclined. A URL that InspectURL
+// caller waits for the browser to come back to req.RedirectURL. In line
+// mode only yes and no are words (typed in full); no, :decline, :cancel,
+// end of input, Esc or Ctrl-C is ErrSignInDeclined. A URL that InspectURL
 // refuses is never shown as a link; that is ErrRefusedRequest. It shares
 // the Terminal's input with Handlers, so prompts never overlap.
 func (t *Terminal) SignIn(ctx context.Context, who mcpclient.Asker, req *SignInRequest) error {
@@ -86,7 +88,8 @@ func (t *Terminal) SignIn(ctx context.Context, who mcpclient.Asker, req *SignInR
 			huh.NewOption("No — do not sign in", "no"),
 		})
 	} else {
-		answer, err = s.choose(ctx, "Type yes to sign in at this page, or no to stop:", []string{"yes", "no"}, nil, "no")
+		answer, err = s.choose(ctx, "Type yes to sign in at this page, or no to stop:", []string{"yes", "no"},
+			[]string{mcp.ActionDecline, mcp.ActionCancel}, "no")
 	}
 	if err != nil {
 		return err

@@ -27,10 +27,11 @@ func TestSignInLineMode(t *testing.T) {
 			"Sign in at: https://auth.example.net", "For:        https://mcp.example.com/mcp", "Scopes:     files:read",
 			"[example.net]", "Domain:     example.net", "! The sign-in page is on example.net, not on example.com",
 			"Open this URL in your browser to sign in:\n  " + authURL, "Waiting for the browser to come back to http://127.0.0.1:5555/callback"}},
-		{"y opens with AllowOpen", "y\n", true, authURL, nil, true, []string{"Opened in your browser"}},
+		{"yes opens with AllowOpen", "yes\n", true, authURL, nil, true, []string{"Opened in your browser"}},
+		{":cancel is no", ":cancel\n", true, authURL, ErrSignInDeclined, false, nil},
 		{"no", "no\n", true, authURL, ErrSignInDeclined, false, []string{"Not signed in."}},
 		{"end of input is no", "", true, authURL, ErrSignInDeclined, false, nil},
-		{"a word that is neither asks again", "maybe\nn\n", false, authURL, ErrSignInDeclined, false, []string{"Please type yes or no."}},
+		{"a word that is neither asks again", "y\nno\n", false, authURL, ErrSignInDeclined, false, []string{"Please type yes, no, :decline or :cancel."}},
 		{"a refused URL is never offered", "yes\n", true, "https://user:pw@auth.example.net/authorize", ErrRefusedRequest, false, []string{"refuses to offer"}},
 	}
 	for _, tt := range tests {
