@@ -211,7 +211,7 @@ func send(ctx context.Context, c call) *outcome {
 	return parseResult(raw)
 }
 
-// parseResult reads a raw tools/call result (wire.md §4.3, §5.1).
+// parseResult reads a raw tools/call result (docs/protocol.md §Tools, §InputRequiredResult).
 func parseResult(raw json.RawMessage) *outcome {
 	var head struct {
 		ResultType    string                     `json:"resultType"`

@@ -3,7 +3,7 @@
 // key), which is stored encrypted for that user; the MCP tool then sees the
 // flow complete when the client retries (ELI-U-S-03).
 //
-// Security rules it enforces (requirements.md §7):
+// Security rules it enforces (URL-mode security, docs/requirements.md):
 //   - The flow id in the URL is random and not a credential; the URL holds
 //     no secret or personal data (SEC-U-S-01, SEC-U-S-02).
 //   - Opening or completing a flow needs a browser login as the same user

@@ -19,7 +19,8 @@ import (
 	"github.com/mcp-elicit/elicit/store"
 )
 
-// The OAuth client flow (URL mode for third-party OAuth, seed 003):
+// The OAuth client flow (URL mode for third-party OAuth; the forwarded-link attack it
+// defeats is in docs/flows.md §connect_calendar):
 //
 //  1. The tool starts a flow (StartFlow) for an OAuth purpose; its
 //     elicitation URL is BaseURL/connect/<flow id>, on this server, never

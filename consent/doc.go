@@ -1,6 +1,6 @@
 // Package consent is the user's side of elicitation on a terminal: it
 // shows who asks and what, and lets the user accept, decline or cancel
-// (MCP 2026-07-28 client/elicitation.mdx; wire.md §6; ELI-C-*, ELI-U-C-*,
+// (MCP 2026-07-28 client/elicitation.mdx; docs/protocol.md §Elicitation; ELI-C-*, ELI-U-C-*,
 // SEC-U-C-*).
 //
 //   - InspectURL examines a URL-mode elicitation URL without fetching it:

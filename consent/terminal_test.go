@@ -31,7 +31,7 @@ func lineTerminal(input string, mod func(*Terminal)) (*mcpclient.Handlers, *stri
 	return t.Handlers(), out
 }
 
-// everyKind is a form with every primitive of wire.md §6.2.
+// everyKind is a form with every primitive of docs/protocol.md §Form schema primitives.
 func everyKind(t *testing.T) json.RawMessage {
 	t.Helper()
 	s, err := elicit.FormSchema(

@@ -173,7 +173,7 @@ func isLoopbackHost(h string) bool {
 }
 
 // DecodeAnswer reads one raw InputResponses entry as an ElicitResult
-// (wire.md §6.3). For a form request (schema non-nil) an accepted answer's
+// (docs/protocol.md §Answers). For a form request (schema non-nil) an accepted answer's
 // content is validated with Schema.ValidateContent (ELI-S-07): Content is
 // the clean copy, or the answer is Invalid with Problem saying what was
 // wrong. For a URL request (schema nil) accept carries no content, and any

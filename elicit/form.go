@@ -7,7 +7,7 @@ import (
 	"fmt"
 )
 
-// Format is a string format a form may ask for (wire.md §6.2 StringSchema).
+// Format is a string format a form may ask for (docs/protocol.md §Form schema primitives).
 type Format string
 
 // The formats of StringSchema.

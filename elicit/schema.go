@@ -24,7 +24,7 @@ var ErrBadSchema = errors.New("elicit: invalid form schema")
 var ErrSecretField = errors.New("form mode must not ask for secrets (passwords, API keys, tokens, card data): use URL mode")
 
 // Schema is a parsed flat form schema, the requestedSchema of a form-mode
-// elicitation (wire.md §6.1–§6.2, ELI-S-06). Build one with FormSchema or
+// elicitation (docs/protocol.md §Form requests, ELI-S-06). Build one with FormSchema or
 // ParseSchema; a Schema is read-only after that and safe for concurrent use.
 type Schema struct {
 	// Properties holds each property by name.
@@ -64,7 +64,7 @@ func (s *Schema) isRequired(name string) bool {
 }
 
 // Property is one primitive property of a form schema (one
-// PrimitiveSchemaDefinition, wire.md §6.2).
+// PrimitiveSchemaDefinition, docs/protocol.md §Form schema primitives).
 type Property struct {
 	// Type is "string", "number", "integer", "boolean" or "array" (the
 	// multi-select enums).

@@ -60,7 +60,7 @@ func TestParseSchemaRejects(t *testing.T) {
 
 func TestParseSchemaAccepts(t *testing.T) {
 	for name, schema := range map[string]string{
-		"2026 example (wire.md §12.2)":     `{"type":"object","properties":{"fullName":{"type":"string","title":"Full name","minLength":1},"arrival":{"type":"string","format":"date"},"adults":{"type":"integer","minimum":1,"maximum":4,"default":1},"breakfast":{"type":"boolean","default":false},"room":{"type":"string","oneOf":[{"const":"std","title":"Standard"},{"const":"ste","title":"Suite"}]},"extras":{"type":"array","items":{"type":"string","enum":["parking","late-checkout"]},"maxItems":2}},"required":["fullName","arrival"]}`,
+		"every primitive at once":          `{"type":"object","properties":{"fullName":{"type":"string","title":"Full name","minLength":1},"arrival":{"type":"string","format":"date"},"adults":{"type":"integer","minimum":1,"maximum":4,"default":1},"breakfast":{"type":"boolean","default":false},"room":{"type":"string","oneOf":[{"const":"std","title":"Standard"},{"const":"ste","title":"Suite"}]},"extras":{"type":"array","items":{"type":"string","enum":["parking","late-checkout"]},"maxItems":2}},"required":["fullName","arrival"]}`,
 		"$schema and additionalProperties": `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"a":{"type":"string"}},"additionalProperties":false}`,
 		"legacy enumNames":                 `{"type":"object","properties":{"a":{"type":"string","enum":["x","y"],"enumNames":["Ex","Why"]}}}`,
 		"unknown annotation ignored":       `{"type":"object","properties":{"a":{"type":"string","examples":["x"],"x-ui":"wide"}}}`,

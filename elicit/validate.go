@@ -56,7 +56,7 @@ func (s *Schema) Validate(content map[string]any) error {
 //   - every required property is present; null reads as absent, and a
 //     required multi-select must hold at least one choice;
 //   - each value has its property's type: string, number (95.5 is a
-//     number: wire.md §6.3), integer (a whole number, 3.0 included),
+//     number: docs/protocol.md §Answers), integer (a whole number, 3.0 included),
 //     boolean, or a list of strings;
 //   - strings meet minLength/maxLength (in Unicode code points), their
 //     format (email, absolute uri, date YYYY-MM-DD, RFC 3339 date-time)

@@ -776,7 +776,7 @@ func (c *Client) ReadResourceOnce(ctx context.Context, uri string, retry *Retry)
 	return r, nil, err
 }
 
-// InputRequired is an interim result (wire.md §5.1) as received: input
+// InputRequired is an interim result (docs/protocol.md §InputRequiredResult) as received: input
 // requests for the client, a requestState, or both.
 type InputRequired struct {
 	// InputRequests are the server's requests by key; empty for a

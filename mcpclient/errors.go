@@ -30,7 +30,7 @@ var (
 	ErrToolDropped = errors.New("mcpclient: tool has invalid x-mcp-header annotations")
 )
 
-// RPCError is a JSON-RPC error response from the server (wire.md §10).
+// RPCError is a JSON-RPC error response from the server (docs/protocol.md §Error codes).
 // Message and Data are the server's, untrusted text: show them, but decide
 // nothing on them beyond Code.
 type RPCError struct {

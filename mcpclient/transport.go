@@ -39,7 +39,7 @@ type outgoing struct {
 
 // reqParams are the params of every request this client sends; the
 // pointer and omitempty members appear only where their method has them
-// (wire.md §3, §4.1, §4.2).
+// (docs/protocol.md §Discovery, §Tools).
 type reqParams struct {
 	Name           *string                    `json:"name,omitempty"`
 	URI            *string                    `json:"uri,omitempty"`
@@ -314,7 +314,7 @@ func (r *reading) answer(m *wireMsg, raw []byte) (json.RawMessage, error) {
 }
 
 // stream reads an SSE response: notifications about the request, then the
-// response (wire.md §9.5). Closing the body early, as the deferred Close
+// response (docs/protocol.md §Responses: JSON and SSE). Closing the body early, as the deferred Close
 // does once the response is in, is harmless: the request is answered.
 func (r *reading) stream(ctx context.Context) (json.RawMessage, error) {
 	sr := newSSEReader(r.resp.Body, int(r.c.maxMsg))

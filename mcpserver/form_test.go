@@ -14,7 +14,8 @@ import (
 	"github.com/mcp-elicit/elicit/reqstate"
 )
 
-// reportForm is the export form of seed 002, built with the builder.
+// reportForm is the export form of docs/flows.md §export_report and
+// send_report, built with the builder.
 var reportForm = func() *elicit.Schema {
 	s, err := elicit.FormSchema(
 		elicit.TitledEnum("detail", elicit.Choice{Value: "summary", Title: "Summary"}, elicit.Choice{Value: "detailed", Title: "Detailed"}).

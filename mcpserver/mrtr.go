@@ -51,7 +51,7 @@ func PromptResult(r *mcp.GetPromptResult) Reply { return promptReply{r} }
 func ResourceResult(r *mcp.ReadResourceResult) Reply { return resourceReply{r} }
 
 // Input kinds remembered in the sealed state, so that each answer is decoded
-// as the result of the request issued under its key (wire.md §5.3).
+// as the result of the request issued under its key (docs/protocol.md §InputRequests and InputResponses).
 const (
 	kindForm     byte = 1
 	kindURL      byte = 2
@@ -77,7 +77,7 @@ const MaxReasks = 2
 // later", MRTR-S-07 is met by the sealed state the library always adds).
 //
 // When a handler asks a key again that it asked in the previous round, the
-// library applies the rules of repeated prompting (seed 002, ELI-S-08):
+// library applies the rules of repeated prompting (ELICIT-ASK-01, ELICIT-ASK-02, ELI-S-08):
 //
 //   - after an invalid form answer (Request.Elicitation reads Invalid), the
 //     question goes out again with the problem appended to its message, at
@@ -592,7 +592,7 @@ func (s *Server) applyReaskRules(in *Incoming, req *Request, a *InputRequired) (
 		ans := req.Elicitation(k)
 		switch ans.Outcome {
 		case elicit.Declined, elicit.Cancelled:
-			return nil, fmt.Errorf("handler asked %q again after the user %s it (seed 002: no repeated prompting after a refusal)", k, ans.Outcome)
+			return nil, fmt.Errorf("handler asked %q again after the user %s it (ELICIT-ASK-01: no repeated prompting after a refusal)", k, ans.Outcome)
 		case elicit.Invalid:
 			if int(prev.reasks) >= MaxReasks {
 				s.log.Info("mcpserver: answer still invalid after the last correction", "method", in.Method, "name", in.Name, "key", k, "reasks", prev.reasks)

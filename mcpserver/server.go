@@ -193,9 +193,9 @@ type HandlerOptions struct {
 	// says why) when its requestState is authentic and was sealed for this
 	// user and this tool, prompt or resource, but has expired or was made
 	// for other arguments. The old answers are then not read, and the
-	// handler asks afresh, bound to the current arguments: seed 002's
-	// "expired: reject old input and offer a deliberate fresh request" and
-	// "action changed: ask for input bound to the changed request". False
+	// handler asks afresh, bound to the current arguments (ELICIT-STEP-04: expired
+	// input is not applied, a fresh question is asked; ELICIT-STEP-05: an
+	// answer for other arguments is not applied to these). False
 	// (the default) refuses such a retry with -32602 "invalid or expired
 	// requestState" (RS-S-06, RS-S-07). Any other bad state (tampered,
 	// another user's, another target's) is refused either way.

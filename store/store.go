@@ -2,8 +2,9 @@
 // out-of-band flows of URL-mode elicitation, the sealed per-user secrets
 // those flows collect, browser login sessions, and the operation ledger
 // with the application records its effects write. It holds interfaces and
-// plain types only, so that SQLite (store/sqlite) and later PostgreSQL
-// implementations can share one contract, checked by store/storetest.
+// plain types only, so that the SQLite (store/sqlite) and PostgreSQL
+// (store/postgres) implementations share one contract, checked by
+// store/storetest.
 //
 // A Store never sees plaintext secrets: callers pass sealed (encrypted)
 // blobs, keeping third-party credentials out of the database in the clear
@@ -196,8 +197,7 @@ type Store interface {
 // Operation is one row of the ledger: the recorded outcome of one MRTR
 // operation (mcpserver's Request.OperationID). A retry that is replayed
 // after the operation completed finds it here and answers with Result
-// instead of running the effect again (seed 002, "Draft operation already
-// completed"; RS-S-08: single use needs server-side bookkeeping). Rows are
+// instead of running the effect again (ELICIT-STEP-07; RS-S-08: single use needs server-side bookkeeping). Rows are
 // written once and never change.
 type Operation struct {
 	// ID is the operation id, 1–128 bytes (mcpserver makes 32 hex

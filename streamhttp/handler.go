@@ -5,7 +5,7 @@
 // Origin checks against DNS rebinding, a body size limit, authentication,
 // and JSON or SSE responses.
 //
-// Validation order (wire.md §9.6): method → Host/Origin (403) →
+// Validation order (docs/protocol.md §Validation order): method → Host/Origin (403) →
 // authentication (401) → body size (413) → JSON-RPC parse (400, -32700 /
 // -32600) → standard headers present (400, -32020) → required _meta
 // (400, -32602) → header/body equality (400, -32020) → version (400,
@@ -85,7 +85,7 @@ func NewHandler(s *mcpserver.Server, opts *Options) *Handler {
 }
 
 // StatusFor returns the HTTP status of a JSON-RPC error code
-// (streamable-http.mdx; wire.md §9.5): 400 for -32020/-32021/-32022 and for
+// (streamable-http.mdx; docs/protocol.md §HTTP statuses): 400 for -32020/-32021/-32022 and for
 // parse, request and params errors, 404 for -32601, 500 for -32603 and
 // anything else.
 func StatusFor(code int) int {

@@ -166,7 +166,8 @@ func (e *env) mcp(user, method, name, body string, extra ...string) *mcpResponse
 	return out
 }
 
-// The _meta blocks of seed 000.
+// The _meta blocks of the connect_billing exchange (docs/flows.md
+// §connect_billing): form mode only, and both modes.
 const (
 	metaForm = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
 	metaURL  = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{},"url":{}}}}`
@@ -303,9 +304,10 @@ func (b *browser) fillKey(base, page, flowURL, key string) (int, string) {
 	return status, body
 }
 
-// TestSeedCurlFlow runs the four curl tests of seed 000 as written, with
-// the browser step between tests 2 and 3.
-func TestSeedCurlFlow(t *testing.T) {
+// TestBillingCurlFlow runs the four steps of docs/flows.md
+// §connect_billing as its curl walkthrough does, with the page step
+// between steps 2 and 3.
+func TestBillingCurlFlow(t *testing.T) {
 	e := newEnv(t)
 
 	// 1. Form-only client: 400, -32021, requiredCapabilities in object form (CAP-S-03).

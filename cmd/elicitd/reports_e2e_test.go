@@ -20,12 +20,13 @@ import (
 	"github.com/mcp-elicit/elicit/store/sqlite"
 )
 
-// The report-export workflow of seed 002 over HTTP against elicitd: every
-// row of the seed's transition table and its seven acceptance cases, each
-// checked on the wire and in the store (drafts, sends, ledger).
+// The report-export workflow of docs/flows.md §export_report and
+// send_report over HTTP against elicitd: every row of its transition table
+// (ELICIT-STEP-01…08) and its acceptance cases, each checked on the wire
+// and in the store (drafts, sends, ledger).
 
-// TestReportsTransitionTable has one subtest per row of seed 002's
-// transition table.
+// TestReportsTransitionTable has one subtest per row of the transition
+// table in docs/flows.md §Transition table.
 func TestReportsTransitionTable(t *testing.T) {
 	rows := []struct {
 		name string
@@ -44,7 +45,8 @@ func TestReportsTransitionTable(t *testing.T) {
 	}
 }
 
-// TestReportsAcceptanceCases has one subtest per acceptance case of seed 002.
+// TestReportsAcceptanceCases has one subtest per acceptance case in
+// docs/flows.md §Acceptance cases.
 func TestReportsAcceptanceCases(t *testing.T) {
 	cases := []struct {
 		name string

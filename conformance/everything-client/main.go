@@ -11,7 +11,7 @@
 //	                                  the pre-registered client of auth/pre-registration)
 //
 //	go build -o /tmp/everything-client ./conformance/everything-client
-//	shared/conformance/run client --command /tmp/everything-client --requirements 2026-07-28 -o results
+//	scripts/conformance client --command /tmp/everything-client --requirements 2026-07-28 -o results
 //
 // It exits 0 when the scenario's steps succeeded, 1 otherwise; the steps go
 // to stderr. Authorization scenarios (auth/*) list the tools and call

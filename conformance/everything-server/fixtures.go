@@ -3,8 +3,9 @@ package main
 import "encoding/json"
 
 // Fixture data of the conformance "everything" server. The names and
-// texts are the ones the official suite looks for (see
-// shared/conformance/checklist.md §3–§5).
+// texts are the ones the official suite (@modelcontextprotocol/conformance,
+// run by scripts/conformance) looks for: the fixture inventory of its
+// reference everything-server and the scenarios noted below.
 
 // pngBase64 is a valid 1×1 PNG (one opaque red pixel).
 const pngBase64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
@@ -36,7 +37,8 @@ const (
 	uriTemplate     = "test://template/{id}/data"
 )
 
-// Elicitation schemas of the MRTR fixtures (checklist §4.7), in the shape
+// Elicitation schemas of the MRTR fixtures (the suite's
+// input-required-result-* scenarios), in the shape
 // the suite documents.
 var (
 	schemaName    = json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)
@@ -47,7 +49,7 @@ var (
 
 // schema2020 is the input schema of json_schema_2020_12_tool, kept as raw
 // JSON so that every 2020-12 keyword reaches tools/list verbatim
-// (checklist §5.1).
+// (the suite's json-schema-2020-12 scenario).
 var schema2020 = json.RawMessage(`{
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "type": "object",
@@ -78,5 +80,6 @@ var schema2020 = json.RawMessage(`{
 }`)
 
 // schemaCustomHeader is the input schema of test_custom_header: a string
-// property mirrored into the Mcp-Param-Region header (checklist §5.3).
+// property mirrored into the Mcp-Param-Region header (the suite's
+// http-custom-header-server-validation scenario).
 var schemaCustomHeader = json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","description":"Cloud region, also sent as the Mcp-Param-Region header","x-mcp-header":"Region"}},"required":["region"]}`)

@@ -11,8 +11,8 @@ import (
 	"github.com/mcp-elicit/elicit/mcpserver"
 )
 
-// Fixtures that only the 2025-11-25 suite calls (checklist of the
-// suite's tools-call-with-logging, tools-call-sampling,
+// Fixtures that only the 2025-11-25 suite calls (the suite's
+// tools-call-with-logging, tools-call-sampling,
 // tools-call-elicitation, elicitation-sep1034-defaults and
 // elicitation-sep1330-enums scenarios). They are ordinary MRTR handlers:
 // for a 2025 client the legacy bridge turns their input requests into

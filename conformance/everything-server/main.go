@@ -4,8 +4,8 @@
 // through the legacy bridge, over sessions to 2025-11-25 clients.
 //
 //	go run ./conformance/everything-server --addr 127.0.0.1:3001
-//	shared/conformance/run server --url http://127.0.0.1:3001/mcp --requirements 2026-07-28
-//	shared/conformance/run server --url http://127.0.0.1:3001/mcp --requirements 2025-11-25
+//	scripts/conformance server --url http://127.0.0.1:3001/mcp --requirements 2026-07-28
+//	scripts/conformance server --url http://127.0.0.1:3001/mcp --requirements 2025-11-25
 package main
 
 import (

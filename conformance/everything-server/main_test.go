@@ -27,7 +27,8 @@ const (
 	capsSampling = `{"sampling":{}}`
 )
 
-// Harness answers (checklist §4.7, "Mock responses the harness sends").
+// Harness answers: the mock responses the suite's input-required-result-*
+// scenarios send.
 var (
 	samplingAnswer = obj(`{"role":"assistant","content":{"type":"text","text":"The capital of France is Paris."},"model":"test-model","stopReason":"endTurn"}`)
 	rootsAnswer    = obj(`{"roots":[{"uri":"file:///test/root","name":"Test Root"}]}`)
@@ -221,7 +222,7 @@ func jsonEqual(t *testing.T, got any, want string) {
 
 // ---- listing ----
 
-// expectedTools are the tool names of checklist §3, in list order.
+// expectedTools are the fixture tool names the suite calls, in list order.
 var expectedTools = []string{
 	"test_simple_text", "test_image_content", "test_audio_content", "test_embedded_resource",
 	"test_multiple_content_types", "test_error_handling", "test_tool_with_progress",

@@ -173,7 +173,7 @@ func loggingTool(_ context.Context, req *mcpserver.Request) (mcpserver.Reply, er
 	return mcpserver.Text("Logging tool completed."), nil
 }
 
-// ---- MRTR tools (checklist §4.7) ----
+// ---- MRTR tools (the suite's input-required-result-* scenarios) ----
 
 func askName() *mcpserver.InputRequired {
 	return mcpserver.Ask().ElicitForm("user_name", "What is your name?", schemaName)

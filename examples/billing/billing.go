@@ -1,6 +1,6 @@
 // Package billing is the reference URL-mode flow of elicitd: the tool
 // connect_billing needs the user's payment-provider API key, and asks for
-// it the safe way (client/elicitation.mdx §URL Mode; seed 000).
+// it the safe way (client/elicitation.mdx §URL Mode; docs/flows.md §connect_billing).
 //
 // The key is typed on the server's own page (package connect), never
 // crosses the MCP connection, and never comes back in a result

@@ -1,7 +1,7 @@
 // Package calendar is the third-party OAuth flow of elicitd: the server is
 // an OAuth client of a calendar provider, and connect_calendar asks the
 // user, in URL mode, to authorize it there (client/elicitation.mdx §URL
-// Mode Elicitation for OAuth Flows; seed 003).
+// Mode Elicitation for OAuth Flows; docs/flows.md §connect_calendar).
 //
 // The elicitation URL is the server's own /connect/<flow id> route
 // (package connect), which checks that the browser user is the user the

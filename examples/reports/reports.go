@@ -1,6 +1,7 @@
 // Package reports is the form-mode reference app of elicitd: the
-// report-export workflow of seed 002, with every row of its transition
-// table handled by construction.
+// report-export workflow of docs/flows.md §export_report and send_report,
+// with every row of its transition table (ELICIT-STEP-01…08) handled by
+// construction.
 //
 //   - export_report(period, dataset) asks, in a form, the detail level
 //     (summary | detailed) and a label (1–80 characters, treated as data).
@@ -88,8 +89,8 @@ const (
 // MaxLabelLen is the longest label, in characters.
 const MaxLabelLen = 80
 
-// exportForm asks the detail level and a label (seed 002: bounded choice,
-// length guidance).
+// exportForm asks the detail level and a label (a bounded choice and a
+// length limit, docs/flows.md §export_report and send_report).
 var exportForm = mustForm(
 	elicit.TitledEnum("detail",
 		elicit.Choice{Value: "summary", Title: "Summary"},

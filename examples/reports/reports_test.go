@@ -24,7 +24,7 @@ func ExampleQuote() {
 }
 
 func TestForms(t *testing.T) {
-	// The export form is the seed's: a titled choice and a bounded label.
+	// The export form of docs/flows.md: a titled choice and a bounded label.
 	tests := []struct {
 		name    string
 		schema  *elicit.Schema

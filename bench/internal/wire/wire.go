@@ -1,7 +1,7 @@
 // Package wire holds what every benchmark scenario sends and expects: the
 // tools the three servers register, the JSON-RPC bodies and the HTTP
-// headers of MCP 2026-07-28 over stateless Streamable HTTP (wire.md §4,
-// §5, §9). The bodies are built once; only the MRTR retry is assembled per
+// headers of MCP 2026-07-28 over stateless Streamable HTTP
+// (docs/protocol.md §Tools, §MRTR, §Headers). The bodies are built once; only the MRTR retry is assembled per
 // flow, because it echoes the requestState of the first leg.
 package wire
 
@@ -100,8 +100,8 @@ func FormFirstBody(n int) []byte {
 // requestState, so a flow costs one append into a reused buffer.
 type Retry struct{ prefix, suffix []byte }
 
-// NewRetry returns the retry builder for id n (wire.md §5.4: new id, same
-// params, inputResponses and the echoed requestState).
+// NewRetry returns the retry builder for id n (docs/protocol.md §Retries:
+// new id, same params, inputResponses and the echoed requestState).
 func NewRetry(n int) *Retry {
 	return &Retry{
 		prefix: []byte(`{"jsonrpc":"2.0","id":` + id(n) + `,"method":"tools/call","params":{"name":"` + FormTool +
