@@ -73,7 +73,7 @@ type setting struct {
 	env     string // "" = ELICIT_<NAME>
 	def     string // default, as it would be written on the command line
 	defDoc  string // default as documented, when def is not self-explanatory
-	usage   string // one line: --help and the README table
+	usage   string // one line: --help and the docs/elicitd.md table
 	isBool  bool
 	envOnly bool
 	noFile  bool // not a --config file key (only --config itself)
@@ -94,7 +94,7 @@ func (s *setting) defaultText() string {
 	return s.def
 }
 
-// settings lists every setting in --help and README order. Another file
+// settings lists every setting in --help and docs/elicitd.md order. Another file
 // adds its own with addSettings in an init func, so a new feature's
 // settings live next to its code.
 var settings = []setting{
@@ -562,8 +562,8 @@ JSON file; a flag wins over the environment, which wins over the file.
 	_, _ = w.Write(b.Bytes())
 }
 
-// settingsTable is the README's configuration table, generated from
-// settings (a test keeps the README equal to it).
+// settingsTable is the configuration table of docs/elicitd.md, generated
+// from settings (a test keeps the page equal to it).
 func settingsTable() string {
 	var b strings.Builder
 	b.WriteString("| Flag | Environment | Default | Meaning |\n|---|---|---|---|\n")

@@ -126,10 +126,11 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-// TestHelpMatchesReadme: elicitd --help names every setting with its
-// environment variable, default and meaning, and the README's table is
-// the one generated from the same list, so neither can drift.
-func TestHelpMatchesReadme(t *testing.T) {
+// TestHelpMatchesDocs: elicitd --help names every setting with its
+// environment variable, default and meaning, and the configuration table
+// of docs/elicitd.md is the one generated from the same list, so neither
+// can drift.
+func TestHelpMatchesDocs(t *testing.T) {
 	var help bytes.Buffer
 	if _, err := loadConfig([]string{"--help"}, func(string) string { return "" }, &help); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("--help: %v", err)
@@ -147,12 +148,12 @@ func TestHelpMatchesReadme(t *testing.T) {
 			t.Errorf("--help lacks the default of %s (%s)", s.name, d)
 		}
 	}
-	readme, err := os.ReadFile("../../README.md")
+	doc, err := os.ReadFile("../../docs/elicitd.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if table := settingsTable(); !strings.Contains(string(readme), table) {
-		t.Fatalf("README.md's configuration table differs from the settings; it should read:\n%s", table)
+	if table := settingsTable(); !strings.Contains(string(doc), table) {
+		t.Fatalf("docs/elicitd.md's configuration table differs from the settings; it should read:\n%s", table)
 	}
 }
 

@@ -144,6 +144,20 @@ func (ix *Index) AddPage(name string, b []byte) {
 	ix.headings[name] = hs
 }
 
+// hasFamily reports whether some defined id starts with prefix and a dash
+// (ELI-C for ELI-C-01, ELICIT for ELICIT-ASK-01).
+func (ix *Index) hasFamily(prefix string) bool {
+	if ix.families[prefix] {
+		return true
+	}
+	for f := range ix.families {
+		if strings.HasPrefix(f, prefix+"-") {
+			return true
+		}
+	}
+	return false
+}
+
 // Defined reports whether id is defined in the index.
 func (ix *Index) Defined(id string) bool { return ix.ids[id] }
 
@@ -180,7 +194,7 @@ func (ix *Index) Check(text []byte) []Problem {
 			}
 		}
 		for _, m := range familyPattern.FindAllStringSubmatch(line, -1) {
-			if !ix.families[m[1]] {
+			if !ix.hasFamily(m[1]) {
 				ps = append(ps, Problem{n, m[0], "names a family of ids of which " + IndexPath + " defines none"})
 			}
 		}

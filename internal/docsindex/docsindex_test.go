@@ -78,6 +78,8 @@ func TestCheck(t *testing.T) {
 		{"not an id", "UTF-16 surrogates, SHA-256, RFC 9110, AES-256-GCM, P-256, ELICIT-<AREA>-NN", nil},
 		{"defined family", "ELI-C-* rules", nil},
 		{"undefined family", "SEC-U-C-* rules", []string{"SEC-U-C-*"}},
+		{"family prefix", "the ELICIT-* rules, RS-* too", nil},
+		{"no such prefix", "the MRTR-* rules", []string{"MRTR-*"}},
 		{"digest file", "// (" + digest + " §9.6)", []string{digest}},
 		{"section of the old index", "// (requirements" + ".md §7)", []string{"requirements" + ".md §"}},
 		{"relative path out", "see .." + "/shared" + "/spec", []string{".." + "/shared", "shared" + "/spec"}},

@@ -1,0 +1,150 @@
+package docsindex
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/mcpclient"
+)
+
+// quickstartAddr is the listen address the README's program uses; the
+// test replaces it with port 0 and reads the real one from its log line.
+const quickstartAddr = "127.0.0.1:8080"
+
+// readmeGoBlock returns the first ```go block after the heading.
+func readmeGoBlock(t *testing.T, readme, heading string) string {
+	t.Helper()
+	_, after, ok := strings.Cut(readme, "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("README.md has no %q section", heading)
+	}
+	_, code, ok := strings.Cut(after, "\n```go\n")
+	if !ok {
+		t.Fatalf("README.md's %q section has no ```go block", heading)
+	}
+	code, _, ok = strings.Cut(code, "\n```\n")
+	if !ok {
+		t.Fatalf("README.md's %q block is not closed", heading)
+	}
+	return code + "\n"
+}
+
+// TestReadmeGoQuickStart builds the README's Go quick start as printed,
+// in a module of its own that requires this one (replaced by the
+// checkout), runs it, and drives its tool end to end with mcpclient:
+// accept, decline and cancel.
+func TestReadmeGoQuickStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a program: not in -short mode")
+	}
+	root, err := Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := readmeGoBlock(t, string(readme), "## Go quick start")
+	if !strings.Contains(code, quickstartAddr) {
+		t.Fatalf("the quick start no longer listens on %s; update this test", quickstartAddr)
+	}
+	code = strings.Replace(code, quickstartAddr, "127.0.0.1:0", 1)
+
+	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	goLine := regexp.MustCompile(`(?m)^go [0-9.]+$`).Find(gomod)
+	gosum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	files := map[string]string{
+		"main.go": code,
+		"go.mod": "module quickstart\n\n" + string(goLine) + "\n\nrequire github.com/mcp-elicit/elicit v0.0.0\n\n" +
+			"replace github.com/mcp-elicit/elicit => " + root + "\n",
+		"go.sum": string(gosum),
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(dir, "quickstart")
+	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, ".")
+	build.Dir = dir
+	// Resolve the new module's requirements from the checkout and the
+	// module cache only: no network.
+	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "GOPROXY=off")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("the README's Go quick start does not build: %v\n%s\n--- main.go:\n%s", err, out, code)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	run := exec.CommandContext(ctx, bin)
+	stderr, err := run.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = run.Wait() }()
+	// The program logs its endpoint once it listens.
+	endpoint := ""
+	sc := bufio.NewScanner(stderr)
+	for endpoint == "" && sc.Scan() {
+		if _, u, ok := strings.Cut(sc.Text(), "MCP endpoint: "); ok {
+			endpoint = u
+		}
+	}
+	if endpoint == "" {
+		t.Fatalf("the quick start exited without logging its endpoint (%v)", sc.Err())
+	}
+	go func() { // keep draining the log so the program never blocks on it
+		for sc.Scan() {
+		}
+	}()
+
+	for _, tt := range []struct {
+		answer  mcp.ElicitResult
+		isError bool
+		text    string
+	}{
+		{mcp.ElicitResult{Action: mcp.ActionAccept, Content: map[string]any{"name": "Ada"}}, false, "Hello, Ada!"},
+		{mcp.ElicitResult{Action: mcp.ActionDecline}, true, "You declined to give a name: no greeting."},
+		{mcp.ElicitResult{Action: mcp.ActionCancel}, true, "Dismissed. Call greet again to restart."},
+	} {
+		t.Run(tt.answer.Action, func(t *testing.T) {
+			asked := ""
+			c := mcpclient.New(endpoint, &mcpclient.Options{Handlers: &mcpclient.Handlers{
+				ElicitForm: func(ctx context.Context, who mcpclient.Asker, key string, p *mcp.ElicitRequestParams) (*mcp.ElicitResult, error) {
+					asked = who.Server.Name + ": " + p.Message
+					a := tt.answer
+					return &a, nil
+				},
+			}})
+			res, err := c.CallTool(ctx, "greet", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if asked != "greeter: What is your name?" {
+				t.Errorf("question = %q", asked)
+			}
+			if len(res.Content) != 1 || res.Content[0].Text != tt.text || res.IsError != tt.isError {
+				t.Errorf("result = %+v, want isError=%v %q", res, tt.isError, tt.text)
+			}
+		})
+	}
+}
