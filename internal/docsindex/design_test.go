@@ -79,10 +79,7 @@ func packageGraph(root string) (string, error) {
 // TestDesignPackageGraph keeps the package graph of docs/design.md equal
 // to the imports in the source.
 func TestDesignPackageGraph(t *testing.T) {
-	root, err := Root()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := moduleRoot(t)
 	want, err := packageGraph(root)
 	if err != nil {
 		t.Fatal(err)

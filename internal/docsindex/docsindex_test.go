@@ -16,6 +16,16 @@ const sampleIndex = `# Requirements
 | ELICIT-ASK-01 | MUST NOT | server | No asking again after a refusal. | Design |
 `
 
+// moduleRoot is Root, failing the test when there is none.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	root, err := Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
 func sample(t *testing.T) *Index {
 	t.Helper()
 	ix, err := ParseIndex([]byte(sampleIndex))
@@ -115,10 +125,7 @@ func TestCheck(t *testing.T) {
 // not define, a docs section that does not exist, or a reference out of
 // the repository fails here with file:line.
 func TestRepository(t *testing.T) {
-	root, err := Root()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := moduleRoot(t)
 	ix, err := Load(root)
 	if err != nil {
 		t.Fatal(err)

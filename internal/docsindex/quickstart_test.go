@@ -45,10 +45,7 @@ func TestReadmeGoQuickStart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a program: not in -short mode")
 	}
-	root, err := Root()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := moduleRoot(t)
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
 		t.Fatal(err)
