@@ -59,7 +59,7 @@ var forbidden = []struct {
 	{regexp.MustCompile(`requirements\.md §`), "cites the requirements by section", "cite the requirement id; docs/requirements.md defines it"},
 	{regexp.MustCompile(`\.\./shared`), "points out of the repository", "cite docs/ or the spec page"},
 	{regexp.MustCompile(`\bshared/(?:spec|seeds|design|conformance|interop)\b`), "points out of the repository", "cite docs/, scripts/ or the spec page"},
-	{regexp.MustCompile(`(?i)\bseed\W{0,2}0[0-9][0-9]|\bseeds/`), "cites a source document the repository does not have", "cite docs/flows.md or a project rule id (ELICIT-…)"},
+	{regexp.MustCompile(`(?i)\bseed\W{0,2}0[0-9][0-9]|\bseeds[/]`), "cites a source document the repository does not have", "cite docs/flows.md or a project rule id (ELICIT-…)"},
 }
 
 // Index is what the docs define: requirement ids and page headings.
