@@ -2,6 +2,7 @@ package docsindex
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"go/build"
 	"io/fs"
@@ -11,6 +12,10 @@ import (
 	"strings"
 	"testing"
 )
+
+// update rewrites the generated block of docs/design.md instead of
+// comparing: go test ./internal/docsindex -run TestDesignPackageGraph -update
+var update = flag.Bool("update", false, "rewrite the package graph of docs/design.md")
 
 // graphMarker opens the generated package graph block in docs/design.md.
 const graphMarker = "<!-- package graph: generated, do not edit by hand -->\n```text\n"
@@ -87,16 +92,24 @@ func TestDesignPackageGraph(t *testing.T) {
 	if !strings.Contains(want, "mcpserver ") || !strings.Contains(want, "→ elicit jsonrpc mcp reqstate") {
 		t.Fatalf("the generated graph lacks mcpserver's imports:\n%s", want)
 	}
-	doc, err := os.ReadFile(filepath.Join(root, "docs", "design.md"))
+	path := filepath.Join(root, "docs", "design.md")
+	doc, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, block, ok := strings.Cut(string(doc), graphMarker)
+	before, block, ok := strings.Cut(string(doc), graphMarker)
 	if !ok {
 		t.Fatalf("docs/design.md has no generated package graph (a line %q followed by a text block)", strings.SplitN(graphMarker, "\n", 2)[0])
 	}
-	block, _, _ = strings.Cut(block, "```")
-	if block != want {
-		t.Errorf("docs/design.md's package graph differs from the imports; replace its block with:\n%s", want)
+	block, after, _ := strings.Cut(block, "```")
+	if block == want {
+		return
 	}
+	if *update {
+		if err := os.WriteFile(path, []byte(before+graphMarker+want+"```"+after), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("docs/design.md's package graph differs from the imports; run\n\tgo test ./internal/docsindex -run TestDesignPackageGraph -update\nor replace its block with:\n%s", want)
 }
