@@ -26,6 +26,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // IndexPath is the requirements index, relative to the module root.
@@ -43,6 +44,9 @@ var (
 	// sectionRef matches a reference to a section of a docs page: the
 	// page name, optionally under docs/, ".md", a space and a section sign.
 	sectionRef = regexp.MustCompile(`\b(?:docs/)?([a-z][a-z0-9-]*)\.md §`)
+	// anchorLink matches a Markdown link to a heading: [text](page.md#frag)
+	// or [text](#frag).
+	anchorLink = regexp.MustCompile(`\]\(((?:[^()#\s]*/)?([A-Za-z0-9_-]+)\.md)?#([^()\s]+)\)`)
 )
 
 // notIDs are upper-case tokens that look like ids but are not.
@@ -83,6 +87,7 @@ func Load(root string) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
+	pages = append(pages, filepath.Join(root, "README.md"))
 	for _, p := range pages {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -181,9 +186,16 @@ type Problem struct {
 func (p Problem) String() string { return fmt.Sprintf("%d: %q %s", p.Line, p.Text, p.Why) }
 
 // Check returns the bad references in text: undefined ids, wildcard
-// families with no defined member, section references to a docs page
-// heading that does not exist, and references out of the repository.
-func (ix *Index) Check(text []byte) []Problem {
+// families with no defined member, section references or Markdown links to
+// a docs page heading that does not exist, and references out of the
+// repository. Links to a heading of the same page ([x](#frag)) are not
+// checked; CheckPage checks them.
+func (ix *Index) Check(text []byte) []Problem { return ix.CheckPage("", text) }
+
+// CheckPage is Check for the text of the page named page (its file name
+// without .md, e.g. "protocol"), whose own headings links like [x](#frag)
+// must name.
+func (ix *Index) CheckPage(page string, text []byte) []Problem {
 	var ps []Problem
 	lines := strings.Split(string(text), "\n")
 	for i, line := range lines {
@@ -203,6 +215,19 @@ func (ix *Index) Check(text []byte) []Problem {
 				ps = append(ps, Problem{n, line[loc[0]:loc[1]], f.why + ": " + f.hint})
 			}
 		}
+		for _, m := range anchorLink.FindAllStringSubmatch(line, -1) {
+			target := page
+			if m[1] != "" {
+				target = m[2]
+			}
+			hs, ok := ix.headings[target]
+			if !ok {
+				continue // not a page we know (or a link within an unnamed text)
+			}
+			if !slices.ContainsFunc(hs, func(h string) bool { return Slug(h) == m[3] }) {
+				ps = append(ps, Problem{n, m[0], "links to a heading that " + target + ".md does not have"})
+			}
+		}
 		for _, loc := range sectionRef.FindAllStringSubmatchIndex(line, -1) {
 			page := line[loc[2]:loc[3]]
 			hs, ok := ix.headings[page]
@@ -217,6 +242,21 @@ func (ix *Index) Check(text []byte) []Problem {
 		}
 	}
 	return ps
+}
+
+// Slug is the anchor GitHub gives a heading: lower case, letters, digits,
+// "-" and "_" kept, spaces made "-", everything else dropped.
+func Slug(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(heading) {
+		switch {
+		case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' || r == '-':
+			b.WriteRune(r)
+		case r == ' ':
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
 }
 
 // continuation returns line i without the indentation and comment

@@ -70,6 +70,21 @@ func TestParseIndex(t *testing.T) {
 	}
 }
 
+func TestSlug(t *testing.T) {
+	for h, want := range map[string]string{
+		"Headers":                             "headers",
+		"2025-11-25 clients":                  "2025-11-25-clients",
+		"Checking a server: `elicit check`":   "checking-a-server-elicit-check",
+		"Multi-step operations (ELICIT-STEP)": "multi-step-operations-elicit-step",
+		"export_report and send_report":       "export_report-and-send_report",
+		"Responses: JSON and SSE":             "responses-json-and-sse",
+	} {
+		if got := Slug(h); got != want {
+			t.Errorf("Slug(%q) = %q, want %q", h, got, want)
+		}
+	}
+}
+
 func TestCheck(t *testing.T) {
 	ix := sample(t)
 	// Forbidden references are assembled here so that this file does not
@@ -103,6 +118,9 @@ func TestCheck(t *testing.T) {
 		{"missing section", "// docs/" + page + " §Header names", []string{"docs/" + page + " §Header names"}},
 		{"section name runs on into the next comment line", "// see docs/" + page + " §MRTR echo\n// rules, and more", nil},
 		{"section name that does not run on", "// see docs/" + page + " §MRTR\n// nothing", []string{"docs/" + page + " §MRTR"}},
+		{"link to a heading", "see [headers](" + page + "#headers) and [x](docs/" + page + "#mrtr-echo-rules)", nil},
+		{"link to a missing heading", "see [headers](" + page + "#header-names)", []string{"](" + page + "#header-names)"}},
+		{"link to another site", "[spec](https://example.com/x.md#anything)", nil},
 		{"heading inside a code fence", "// docs/" + page + " §Not a heading", []string{"docs/" + page + " §Not a heading"}},
 		{"not a docs page", "BENCHMARKS.md §Targets and client/elicitation.mdx §URL Mode", nil},
 	}
@@ -141,7 +159,11 @@ func TestRepository(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range ix.Check(b) {
+		page := ""
+		if strings.HasSuffix(f, ".md") {
+			page = strings.TrimSuffix(filepath.Base(f), ".md")
+		}
+		for _, p := range ix.CheckPage(page, b) {
 			t.Errorf("%s:%v", f, p)
 		}
 	}
