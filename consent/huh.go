@@ -20,8 +20,9 @@ const noAnswer = "\x00"
 const keyHelp = "Esc or Ctrl-C: cancel"
 
 // keyMap is huh's default key map with Esc added to Ctrl-C as the key
-// that ends a form unanswered (seed 003: cancel is closing the dialog or
-// pressing Escape). Filtering a list, whose keys include Esc, is off:
+// that ends a form unanswered (cancel is dismissing without a choice,
+// such as closing the dialog or pressing Escape: client/elicitation.mdx
+// §Response Actions, ELI-C-02). Filtering a list, whose keys include Esc, is off:
 // Esc always cancels.
 func keyMap() *huh.KeyMap {
 	km := huh.NewDefaultKeyMap()
