@@ -1,16 +1,14 @@
 package docsindex
 
 import (
-	"bufio"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/mcp-elicit/elicit/internal/progtest"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpclient"
 )
@@ -39,9 +37,6 @@ func readmeGoBlock(t *testing.T, readme, heading string) string {
 // (on a free port: ADDR=127.0.0.1:0) and serves its tool end to end to
 // mcpclient: accept, decline and cancel.
 func TestReadmeGoQuickStart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs a program: not in -short mode")
-	}
 	root := moduleRoot(t)
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
@@ -77,43 +72,14 @@ func TestReadmeGoQuickStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	bin := filepath.Join(dir, "quickstart")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, ".")
-	build.Dir = dir
-	// Resolve the new module's requirements from the checkout and the
-	// module cache only: no network.
-	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "GOPROXY=off")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("the README's Go quick start does not build: %v\n%s\n--- main.go:\n%s", err, out, code)
-	}
-
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	run := exec.CommandContext(ctx, bin)
-	run.Env = append(os.Environ(), "ADDR=127.0.0.1:0")
-	stderr, err := run.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cancel(); _ = run.Wait() }()
-	// The program logs its endpoint once it listens.
-	endpoint := ""
-	sc := bufio.NewScanner(stderr)
-	for endpoint == "" && sc.Scan() {
-		if _, u, ok := strings.Cut(sc.Text(), "MCP endpoint: "); ok {
-			endpoint = u
-		}
-	}
-	if endpoint == "" {
-		t.Fatalf("the quick start exited without logging its endpoint (%v)", sc.Err())
-	}
-	go func() { // keep draining the log so the program never blocks on it
-		for sc.Scan() {
-		}
-	}()
+	// Build and run it there as a user would, resolving the new module's
+	// requirements from the checkout and the module cache only (no network).
+	t.Chdir(dir)
+	t.Setenv("GOFLAGS", "-mod=mod")
+	t.Setenv("GOWORK", "off")
+	t.Setenv("GOPROXY", "off")
+	endpoint := progtest.Start(t)
+	ctx := t.Context()
 
 	for _, tt := range []struct {
 		answer  mcp.ElicitResult
