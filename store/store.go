@@ -151,6 +151,15 @@ type Store interface {
 	// Nothing is written on failure, and of several concurrent calls for
 	// one flow at most one succeeds.
 	CompleteFlow(ctx context.Context, flowID, principal string, sealedSecret []byte, now time.Time) error
+	// CloseFlow ends principal's flow before its time, in one step with
+	// the check that it is still pending: its ExpiresAt becomes now
+	// (unless already earlier), so CompleteFlow refuses it and
+	// PendingFlow no longer returns it. A declined or cancelled URL step
+	// closes its flow this way, so that its link stops taking input.
+	// Closing a pending flow that has expired already is not an error.
+	// ErrNotFound if principal has no flow id; ErrConflict if it is
+	// complete (nothing is written then).
+	CloseFlow(ctx context.Context, flowID, principal string, now time.Time) error
 	// GetSecret returns principal's sealed secret called name.
 	// ErrNotFound if there is none.
 	GetSecret(ctx context.Context, principal, name string) ([]byte, error)

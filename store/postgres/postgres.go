@@ -55,7 +55,8 @@ type Store struct {
 	timeout time.Duration
 	// full is set when a write failed with disk_full and cleared by a
 	// Health probe write that works.
-	full atomic.Bool
+	full  atomic.Bool
+	flows flowHub // WatchFlow's listener (flownotify.go)
 }
 
 // Options tune Open. The zero value (or nil) gives the defaults.

@@ -57,6 +57,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DeleteExpired", testDeleteExpired},
 		{"ConcurrentComplete", testConcurrentComplete},
 		{"PendingFlow", testPendingFlow},
+		{"CloseFlow", testCloseFlow},
+		{"CloseFlowRace", testCloseFlowRace},
 	}
 	tests = append(tests, ledgerTests...)
 	tests = append(tests, keyRingTests...)
