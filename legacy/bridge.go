@@ -157,6 +157,9 @@ func (b *bridge) invoke(ctx context.Context, c *call, caps json.RawMessage, resp
 // session, on the stream of the request being served.
 func (b *bridge) notifier(ctx context.Context, ss *sdk.ServerSession) mcpserver.Notifier {
 	return func(n *jsonrpc.Notification) error {
+		if n == nil {
+			return nil // a keep-alive: go-sdk's stream has its own
+		}
 		raw, err := json.Marshal(n.Params)
 		if err != nil {
 			return err

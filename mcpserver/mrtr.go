@@ -286,6 +286,7 @@ type Request struct {
 	responses map[string]json.RawMessage
 	issued    map[string]issued
 	notify    Notifier
+	reported  Outcome // ReportOutcome
 }
 
 // Capabilities returns the client capabilities declared on this request.

@@ -120,6 +120,10 @@ var answerRank = map[Outcome]int{OutcomeAccepted: 1, OutcomePending: 2, OutcomeC
 // the previous round issued count (MRTR-S-13), and invalid answers count
 // as undecided.
 func (ri *roundInfo) summarize(req *Request, reply Reply) {
+	if req.reported != "" {
+		ri.answered = req.reported
+		return
+	}
 	reasked, _ := reply.(*InputRequired)
 	for k, is := range req.issued {
 		if is.kind != kindForm && is.kind != kindURL {

@@ -159,6 +159,8 @@ type Server struct {
 	encoded map[string]json.RawMessage
 	caps    *mcp.ServerCapabilities
 	gen     uint64
+	// anonymous: ServeAnonymously was called (principal.go).
+	anonymous bool
 }
 
 type toolEntry struct {
@@ -200,6 +202,13 @@ type HandlerOptions struct {
 	// requestState" (RS-S-06, RS-S-07). Any other bad state (tampered,
 	// another user's, another target's) is refused either way.
 	RestartStale bool
+	// RequirePrincipal says the handler needs an authenticated user
+	// (Request.Principal not empty), as a URL-mode step does: its flow
+	// and page belong to a user (connect.Step registers its tools so). A
+	// server with such a handler cannot be served without
+	// authentication: ServeAnonymously reports it (streamhttp.NewHandler
+	// then panics), and registering one after ServeAnonymously panics.
+	RequirePrincipal bool
 }
 
 func optsOf(o *HandlerOptions) HandlerOptions {
@@ -302,6 +311,7 @@ func (s *Server) AddToolWith(t *mcp.Tool, h Handler, o *HandlerOptions) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.refuseAnonymousLocked("tool", t.Name, o)
 	s.encoded, s.caps = nil, nil
 	s.gen++
 	if _, dup := s.toolIndex[t.Name]; dup {
@@ -319,6 +329,7 @@ func (s *Server) AddPrompt(p *mcp.Prompt, h Handler) { s.AddPromptWith(p, h, nil
 func (s *Server) AddPromptWith(p *mcp.Prompt, h Handler, o *HandlerOptions) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.refuseAnonymousLocked("prompt", p.Name, o)
 	s.encoded, s.caps = nil, nil
 	s.gen++
 	if _, dup := s.promptIdx[p.Name]; dup || p.Name == "" {
@@ -336,6 +347,7 @@ func (s *Server) AddResource(r *mcp.Resource, h Handler) { s.AddResourceWith(r, 
 func (s *Server) AddResourceWith(r *mcp.Resource, h Handler, o *HandlerOptions) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.refuseAnonymousLocked("resource", r.URI, o)
 	s.encoded, s.caps = nil, nil
 	s.gen++
 	if _, dup := s.resIdx[r.URI]; dup || r.URI == "" {
@@ -358,6 +370,7 @@ func (s *Server) AddResourceTemplate(t *mcp.ResourceTemplate, h Handler) {
 func (s *Server) AddResourceTemplateWith(t *mcp.ResourceTemplate, h Handler, o *HandlerOptions) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.refuseAnonymousLocked("resource template", t.URITemplate, o)
 	s.encoded, s.caps = nil, nil
 	s.gen++
 	s.templates = append(s.templates, &templateEntry{tmpl: t, handler: h, opts: optsOf(o)})
@@ -639,7 +652,10 @@ func jsonKind(k jsontext.Kind) string {
 }
 
 // Notifier sends one notification on the response stream of the request
-// being served. The transport supplies it; nil means notifications are dropped.
+// being served. The transport supplies it; nil means notifications are
+// dropped. A nil *jsonrpc.Notification asks only to keep the stream open
+// (Request.KeepAlive): an SSE comment on Streamable HTTP; a transport
+// without one ignores it.
 type Notifier func(n *jsonrpc.Notification) error
 
 // Serve answers one parsed request whose transport-level checks passed. It

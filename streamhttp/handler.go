@@ -62,7 +62,11 @@ type Handler struct {
 	log   *slog.Logger
 }
 
-// NewHandler returns a Handler for s.
+// NewHandler returns a Handler for s. With no Options.Auth (or
+// auth.Anonymous) it panics if s has a handler registered with
+// mcpserver.HandlerOptions.RequirePrincipal, such as a connect.Step tool,
+// and registering one afterwards panics (mcpserver.Server.ServeAnonymously):
+// without a user such a handler cannot work.
 func NewHandler(s *mcpserver.Server, opts *Options) *Handler {
 	h := &Handler{srv: s, auth: auth.Anonymous{}, max: DefaultMaxBodyBytes, log: slog.Default()}
 	var hosts []string
@@ -81,6 +85,14 @@ func NewHandler(s *mcpserver.Server, opts *Options) *Handler {
 		}
 	}
 	h.hosts = newHostSet(hosts)
+	switch h.auth.(type) {
+	case auth.Anonymous, *auth.Anonymous:
+		// A handler that needs a user would run for nobody: refuse now,
+		// not on the first call (see mcpserver.HandlerOptions.RequirePrincipal).
+		if err := s.ServeAnonymously(); err != nil {
+			panic("streamhttp: NewHandler: " + err.Error())
+		}
+	}
 	return h
 }
 
@@ -434,6 +446,9 @@ func acceptsEventStream(values []string) bool {
 	return false
 }
 
+// notify sends n as an SSE event; a nil n is a keep-alive, an SSE
+// comment line, which clients and proxies read as traffic and ignore
+// (mcpserver.Request.KeepAlive).
 func (s *streamWriter) notify(n *jsonrpc.Notification) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -450,6 +465,15 @@ func (s *streamWriter) notify(n *jsonrpc.Notification) error {
 		hd.Set("Cache-Control", "no-cache")
 		hd.Set("X-Accel-Buffering", "no")
 		s.w.WriteHeader(http.StatusOK)
+	}
+	if n == nil {
+		if _, err := io.WriteString(s.w, ": keep-alive\n\n"); err != nil {
+			return err
+		}
+		if f, ok := s.w.(http.Flusher); ok {
+			f.Flush()
+		}
+		return nil
 	}
 	b, err := json.Marshal(n)
 	if err != nil {
