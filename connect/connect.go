@@ -44,12 +44,17 @@ import (
 	"time"
 
 	"github.com/mcp-elicit/elicit/auth"
+	"github.com/mcp-elicit/elicit/reqstate"
 	"github.com/mcp-elicit/elicit/store"
 )
 
 // Defaults for Options.
 const (
-	DefaultFlowTTL     = 15 * time.Minute
+	// DefaultFlowTTL is the life of a flow and of its link: the life of
+	// the requestState that carries it (reqstate.DefaultTTL), so that,
+	// with the default sealer, a link never outlives the state it was
+	// sent with. The rule for the three lifetimes is in Step's doc.
+	DefaultFlowTTL     = reqstate.DefaultTTL
 	DefaultSessionTTL  = 12 * time.Hour
 	DefaultMaxAttempts = 20
 )
@@ -186,6 +191,8 @@ type Service struct {
 
 	mu        sync.RWMutex
 	providers map[string]*OAuthProvider // by purpose
+
+	hub flowHub // WaitFlow's waiters in this process (flowstate.go)
 }
 
 // New checks opts and returns a Service. It fails on a nil Store, a

@@ -1356,7 +1356,7 @@ func ExampleService_StartFlow() {
 	fmt.Println(f.Status, len(f.ID), f.ExpiresAt.Sub(f.CreatedAt))
 	// Output:
 	// https://mcp.example.com/ui/set_api_key?flow=<flow id>
-	// pending 32 15m0s
+	// pending 32 10m0s
 }
 
 // A form posted from another site (another port of the same host

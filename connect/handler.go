@@ -527,7 +527,9 @@ func (s *Service) checkFlow(w http.ResponseWriter, r *http.Request, id string, s
 		return nil
 	}
 	if !s.now().Before(f.ExpiresAt) {
-		s.message(w, http.StatusNotFound, "Link not valid", msgInvalidFlow, "invalid", true, sess)
+		if !s.closedPage(w, r, f, sess) {
+			s.message(w, http.StatusNotFound, "Link not valid", msgInvalidFlow, "invalid", true, sess)
+		}
 		return nil
 	}
 	if f.Principal != sess.Principal {
@@ -662,6 +664,7 @@ func (s *Service) complete(w http.ResponseWriter, r *http.Request, f *store.Flow
 	}
 	s.audit(ctx, slog.LevelInfo, "flow_completed",
 		slog.String("flow_id", f.ID), slog.String("principal", sess.Principal), slog.String("purpose", f.Purpose), slog.String("kind", kind), remote(r))
+	s.flowChanged(ctx, f.ID)
 	s.message(w, http.StatusOK, "Done", msgDone, "done", false, sess)
 }
 

@@ -1,0 +1,213 @@
+package connect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mcp-elicit/elicit/store"
+)
+
+// Outcomes of a closed flow (CloseFlow): the user declined or cancelled
+// the URL-mode elicitation in the MCP client.
+const (
+	FlowDeclined  = "declined"
+	FlowCancelled = "cancelled"
+)
+
+// closedOpPrefix names the ledger operation that records how a flow was
+// closed; the rest is the flow id.
+const closedOpPrefix = "connect_flow_closed."
+
+// KeepAliveEvery is how often WaitFlow calls its tick while it waits.
+const KeepAliveEvery = 10 * time.Second
+
+// CloseFlow ends f, a pending flow, because the user answered outcome
+// (FlowDeclined or FlowCancelled) in the MCP client: decline and cancel
+// are final for a URL step. The flow can no longer be completed, its page
+// says why (store.Store.CloseFlow), and the outcome is recorded in the
+// ledger, so a replayed retry gets it again (ClosedOutcome). It returns
+// the outcome that holds: outcome, or the one recorded by an earlier or
+// concurrent close. An error wrapping store.ErrConflict means the flow
+// was completed first; the secret entered then is kept, and nothing is
+// recorded.
+func (s *Service) CloseFlow(ctx context.Context, f *store.Flow, outcome string) (string, error) {
+	if outcome != FlowDeclined && outcome != FlowCancelled {
+		return "", fmt.Errorf("connect: CloseFlow: outcome %q is neither %q nor %q", outcome, FlowDeclined, FlowCancelled)
+	}
+	if recorded, err := s.ClosedOutcome(ctx, f.ID); err != nil || recorded != "" {
+		return recorded, err
+	}
+	now := s.now()
+	if err := s.store.CloseFlow(ctx, f.ID, f.Principal, now); err != nil {
+		return "", fmt.Errorf("connect: close flow: %w", err)
+	}
+	op := &store.Operation{ID: closedOpPrefix + f.ID, Principal: f.Principal, Name: "connect close " + f.Purpose,
+		Outcome: outcome, CompletedAt: now}
+	err := s.store.CompleteOperation(ctx, op, nil)
+	if errors.Is(err, store.ErrConflict) {
+		return s.ClosedOutcome(ctx, f.ID) // another close won; its outcome holds
+	}
+	if err != nil {
+		return "", fmt.Errorf("connect: record closed flow: %w", err)
+	}
+	s.audit(ctx, slog.LevelInfo, "flow_closed",
+		slog.String("flow_id", f.ID), slog.String("principal", f.Principal), slog.String("purpose", f.Purpose), slog.String("outcome", outcome))
+	s.flowChanged(ctx, f.ID)
+	return outcome, nil
+}
+
+// ClosedOutcome returns the outcome recorded when the flow id was closed
+// (FlowDeclined or FlowCancelled), or "" if it was not. The record stays
+// in the ledger after the flow itself is swept.
+func (s *Service) ClosedOutcome(ctx context.Context, id string) (string, error) {
+	op, err := s.store.GetOperation(ctx, closedOpPrefix+id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("connect: closed flow: %w", err)
+	}
+	return op.Outcome, nil
+}
+
+// Pending reports whether f can still be completed at the Service's
+// clock: pending and not expired (a closed flow has expired).
+func (s *Service) Pending(f *store.Flow) bool {
+	return f.Status == store.FlowPending && s.now().Before(f.ExpiresAt)
+}
+
+// WaitFlow waits until the flow id can no longer be completed — it was
+// completed, closed, or has expired — or until d has passed, whichever
+// comes first, and returns the flow as it then is (compare with Pending).
+// It wakes as soon as the flow changes: at once for a change made through
+// this Service, and, when the store carries notices between processes
+// (store.FlowNotifier: PostgreSQL shared by several instances), for a
+// change made by another instance; it never polls. Without such a store,
+// a page served by another process is seen only at the end of d. tick,
+// when not nil, is called when the wait begins and every KeepAliveEvery
+// while it lasts (the caller keeps its response stream open with it). The
+// end of ctx ends the wait with ctx's error; store.ErrNotFound if there is
+// no such flow.
+func (s *Service) WaitFlow(ctx context.Context, id string, d time.Duration, tick func()) (*store.Flow, error) {
+	local, stopLocal := s.hub.subscribe(id)
+	defer stopLocal()
+	var remote <-chan struct{}
+	if n, ok := s.store.(store.FlowNotifier); ok {
+		ch, stop, err := n.WatchFlow(ctx, id)
+		if err != nil {
+			// Other instances' changes are then seen at the deadline only.
+			s.log.LogAttrs(ctx, slog.LevelWarn, "connect: cannot watch flow changes", slog.String("flow_id", id), slog.Any("err", err))
+		} else {
+			remote = ch
+			defer stop()
+		}
+	}
+	// Subscribed first, read second: a change after the read wakes us.
+	f, err := s.Flow(ctx, id)
+	if err != nil || !s.Pending(f) || d <= 0 {
+		return f, err
+	}
+	if left := f.ExpiresAt.Sub(s.now()); left < d {
+		d = left // the link dies then; nothing can complete it after
+	}
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	var ticks <-chan time.Time
+	if tick != nil {
+		tick()
+		t := time.NewTicker(KeepAliveEvery)
+		defer t.Stop()
+		ticks = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-ticks:
+			tick()
+			continue
+		case <-local:
+		case <-remote:
+		case <-deadline.C:
+			return s.Flow(ctx, id)
+		}
+		if f, err = s.Flow(ctx, id); err != nil || !s.Pending(f) {
+			return f, err
+		}
+	}
+}
+
+// flowChanged wakes the waiters of flow id: those of this process at
+// once, those of other processes through the store when it can.
+func (s *Service) flowChanged(ctx context.Context, id string) {
+	s.hub.publish(id)
+	if n, ok := s.store.(store.FlowNotifier); ok {
+		if err := n.NotifyFlow(ctx, id); err != nil {
+			// Their waits end at their deadlines instead.
+			s.log.LogAttrs(ctx, slog.LevelWarn, "connect: cannot notify other instances of a flow change", slog.String("flow_id", id), slog.Any("err", err))
+		}
+	}
+}
+
+// flowHub wakes this process's WaitFlow calls. The zero value is ready.
+type flowHub struct {
+	mu   sync.Mutex
+	subs map[string]map[chan struct{}]struct{}
+}
+
+func (h *flowHub) subscribe(id string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.subs == nil {
+		h.subs = map[string]map[chan struct{}]struct{}{}
+	}
+	if h.subs[id] == nil {
+		h.subs[id] = map[chan struct{}]struct{}{}
+	}
+	h.subs[id][ch] = struct{}{}
+	return ch, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		delete(h.subs[id], ch)
+		if len(h.subs[id]) == 0 {
+			delete(h.subs, id)
+		}
+	}
+}
+
+func (h *flowHub) publish(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch := range h.subs[id] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// closedPage tells the flow's own user that the step was declined or
+// cancelled in the client, so the link takes no input; it reports whether
+// it wrote that page. Anyone else, or a flow not closed, gets the caller's
+// usual refusal.
+func (s *Service) closedPage(w http.ResponseWriter, r *http.Request, f *store.Flow, sess *store.Session) bool {
+	if f.Status != store.FlowPending || f.Principal != sess.Principal {
+		return false
+	}
+	outcome, err := s.ClosedOutcome(r.Context(), f.ID)
+	if err != nil || outcome == "" {
+		return false
+	}
+	msg := "You declined this step in your MCP client, so this link no longer accepts anything. Nothing was stored. To connect, start again from your MCP client."
+	if outcome == FlowCancelled {
+		msg = "This step was cancelled in your MCP client, so this link no longer accepts anything. Nothing was stored. To connect, start again from your MCP client."
+	}
+	s.message(w, http.StatusGone, "Step closed", msg, "closed", true, sess)
+	return true
+}
