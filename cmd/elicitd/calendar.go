@@ -53,7 +53,7 @@ func startCalendar(cfg *config, srv *mcpserver.Server, flows *connect.Service, l
 		provider.Close()
 		return nil, err
 	}
-	calendar.New(flows, provider.EventsURL()).Register(srv)
+	calendar.New(flows, provider.EventsURL()).WithWait(stepWait(cfg)).Register(srv)
 	logger.Info("demo calendar provider listening (fake OAuth 2.1 server, loopback only)", "url", provider.URL())
 	return provider, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -65,7 +66,7 @@ func TestBrowserCalendarFlow(t *testing.T) {
 	}
 
 	// The client accepts: the retry succeeds; only alice is connected.
-	if r := c.call(2, "alice", calendar.ToolName, calAnswer("accept", first.state())); r.resultType() != "complete" || r.text() != calendar.TextConnected {
+	if r := c.call(2, "alice", calendar.ToolName, calAnswer("accept", first.state())); r.resultType() != "complete" || r.text() != fmt.Sprintf(calendar.TextConnectedAs, `"alice"`) {
 		t.Fatalf("retry after the browser step: %s", r.Raw)
 	}
 	if r := c.call(3, "alice", calendar.EventsToolName, ""); !strings.Contains(r.text(), "Alice's dentist") || strings.Contains(r.text(), "Bob") {

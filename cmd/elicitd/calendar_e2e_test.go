@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -318,7 +319,7 @@ func TestCalendarHappyPathAndNoLeak(t *testing.T) {
 			t.Fatalf("replayed callback: %d", status)
 		}
 		r := c.call(id+2, user, calendar.ToolName, calAnswer("accept", pending.state()))
-		if r.resultType() != "complete" || r.isError() || r.text() != calendar.TextConnected {
+		if r.resultType() != "complete" || r.isError() || r.text() != fmt.Sprintf(calendar.TextConnectedAs, `"`+user+`"`) {
 			t.Fatalf("%s's retry: %s", user, r.Raw)
 		}
 		if r := c.call(id+3, user, calendar.ToolName, ""); r.text() != calendar.TextAlreadyConnected {
@@ -354,7 +355,8 @@ func TestCalendarHappyPathAndNoLeak(t *testing.T) {
 	t.Run("decline and cancel are distinct, on a fresh user", func(t *testing.T) {
 		st := c.call(40, "carol", calendar.ToolName, "").state()
 		d := c.call(41, "carol", calendar.ToolName, calAnswer("decline", st))
-		x := c.call(42, "carol", calendar.ToolName, calAnswer("cancel", st))
+		// Decline is final for that flow: cancel is tried on a new one.
+		x := c.call(42, "carol", calendar.ToolName, calAnswer("cancel", c.call(44, "carol", calendar.ToolName, "").state()))
 		if !d.isError() || !x.isError() || d.text() != calendar.TextDeclined || x.text() != calendar.TextCancelled {
 			t.Fatalf("decline %s\ncancel %s", d.Raw, x.Raw)
 		}

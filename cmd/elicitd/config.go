@@ -59,6 +59,7 @@ type config struct {
 	auditMaxSizeMiB       int                           // rotate --audit-log FILE at this size; 0 = never
 	auditMaxFiles         int                           // rotated files kept
 	demoOAuthAddr         string                        // demo calendar provider; "" = none (calendar.go)
+	urlWait               time.Duration                 // --url-wait; 0 = off (urlwait.go)
 	auth                  authConfig                    // --auth and its settings (jwtauth.go)
 	now                   func() time.Time              // nil = time.Now; tests inject a clock
 	wrapStore             func(store.Store) store.Store // tests: wraps the opened store (fault injection)

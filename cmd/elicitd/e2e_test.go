@@ -436,7 +436,8 @@ func TestNegativeCases(t *testing.T) {
 
 	t.Run("decline and cancel are distinct isError results", func(t *testing.T) {
 		d := e.connect(30, "alice", answer("decline", state))
-		c := e.connect(31, "alice", answer("cancel", state))
+		// Decline closed that flow for good; cancel is tried on a new one.
+		c := e.connect(31, "alice", answer("cancel", e.connect(32, "alice", "").state()))
 		if !d.isError() || !c.isError() || d.text() != billing.TextDeclined || c.text() != billing.TextCancelled || d.text() == c.text() {
 			t.Fatalf("decline %s\ncancel %s", d.Raw, c.Raw)
 		}
@@ -468,17 +469,32 @@ func TestNegativeCases(t *testing.T) {
 		invalid(t, e.connect(44, "alice", answer("accept", state[:20])))
 	})
 	t.Run("changed arguments", func(t *testing.T) {
+		// The step serves a stale state as a fresh call, which refuses
+		// the arguments themselves; nothing is said about the state.
 		body := `{"jsonrpc":"2.0","id":45,"method":"tools/call","params":{"name":"connect_billing","arguments":{"account":"other"},` + answer("accept", state) + metaURL + `}}`
-		invalid(t, e.mcp("alice", "tools/call", "connect_billing", body))
+		r := e.mcp("alice", "tools/call", "connect_billing", body)
+		r.wantError(t, 400, -32602)
+		if r.Error.Message != "Invalid params: connect_billing takes no arguments" {
+			t.Fatalf("message %q", r.Error.Message)
+		}
 	})
 	t.Run("another tool", func(t *testing.T) {
 		body := `{"jsonrpc":"2.0","id":46,"method":"tools/call","params":{"name":"billing_status","arguments":{},` + answer("accept", state) + metaURL + `}}`
 		invalid(t, e.mcp("alice", "tools/call", "billing_status", body))
 	})
 	t.Run("expired state", func(t *testing.T) {
-		fresh := e.connect(47, "alice", "").state()
+		// The flow's link expired with the state: a retry gets a new link
+		// and says why, never an unexplained error (connect.Step).
+		fresh := e.connect(47, "alice", "")
+		_, _, old := fresh.elicitation(t)
 		e.advance(10*time.Minute + time.Second)
-		invalid(t, e.connect(48, "alice", answer("accept", fresh)))
+		r := e.connect(48, "alice", answer("accept", fresh.state()))
+		if r.resultType() != "input_required" {
+			t.Fatalf("retry with an expired state: %s", r.Raw)
+		}
+		if _, msg, link := r.elicitation(t); link == old || !strings.HasPrefix(msg, "The earlier link expired") {
+			t.Fatalf("new link %q (old %q), message %q", link, old, msg)
+		}
 	})
 	for _, reason := range []string{"other_principal", "tampered", "other_arguments", "other_target", "expired"} {
 		if !strings.Contains(e.logs.String(), "reason="+reason) {
@@ -540,14 +556,16 @@ func TestParseFlags(t *testing.T) {
 func TestSweepRemovesExpiredFlows(t *testing.T) {
 	e := newEnv(t)
 	first := e.connect(1, "alice", "")
-	e.advance(16 * time.Minute) // past the flow's 15 minutes
+	e.advance(16 * time.Minute) // past the flow's 10 minutes
 	res, err := e.app.sweeper.sweep(t.Context())
 	if err != nil || res.Flows != 1 || res.Total() != 1 {
 		t.Fatalf("sweep = %+v, %v; want the one expired flow", res, err)
 	}
-	// The state is expired too; a fresh call starts a new flow.
-	e.connect(2, "alice", answer("accept", first.state())).wantError(t, 400, -32602)
-	if r := e.connect(3, "alice", ""); r.resultType() != "input_required" {
+	// The state is expired too: the retry is served as a fresh call,
+	// which starts a new flow.
+	_, _, old := first.elicitation(t)
+	r := e.connect(2, "alice", answer("accept", first.state()))
+	if _, _, link := r.elicitation(t); r.resultType() != "input_required" || link == old {
 		t.Fatalf("new flow: %s", r.Raw)
 	}
 }

@@ -383,12 +383,12 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 	}
 	a.keys, a.sealer = keys, sealer
 	srv := mcpserver.New(mcp.Implementation{Name: "elicitd", Version: version, Title: "elicit reference server"}, &mcpserver.Options{
-		Instructions: "Tools that need the user in the middle of a request. connect_billing asks for a payment-provider API key on the server's own page (URL-mode elicitation).",
+		Instructions: instructions,
 		Sealer:       sealer,
 		Logger:       logger,
 		Observer:     obs.round,
 	})
-	billing.New(flows).Register(srv)
+	billing.New(flows).WithWait(stepWait(cfg)).Register(srv)
 	reports.New(flows, st, logger).Register(srv)
 	if registerTestTools != nil {
 		registerTestTools(srv)
@@ -435,6 +435,14 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 	a.Handler = a.closeWhileDraining(obs.metrics.instrument(guardHosts(hosts, mux)))
 	return a, nil
 }
+
+// instructions is the server/discover text: what each tool is for, and
+// how the URL-mode steps go.
+const instructions = "Tools that need the user in the middle of a request. " +
+	"connect_billing connects the user's payment-provider account: the user enters the API key on this server's own page (URL-mode elicitation), never in the client; billing_status tells whether it is connected. " +
+	"export_report prepares a draft report for a period and dataset, asking the detail level and a label in a form; send_report sends a prepared draft to a recipient after the user connects the reporting account on this server's page and confirms in a form; list_drafts lists the user's drafts. " +
+	"connect_calendar connects the user's calendar by approval at the calendar provider, started from this server's page; list_events lists its events. " +
+	"In URL mode, accept means the user agreed to open the page; a retry sent before the page is finished is held until it is (--url-wait), then answered."
 
 // storeName says which store is in use, for the log, without the URL's
 // password.

@@ -7,15 +7,15 @@
 // (ELI-S-01, ELI-S-02, SEC-U-S-08). The retry decides from the sealed
 // requestState (which flow) and the store (is it complete) what to answer
 // (ELI-U-S-03): accept with the page unfinished stays input_required,
-// decline and cancel end with distinct isError results (the shared
-// examples/internal/urlconnect step).
+// decline and cancel end with distinct isError results, and are final
+// (connect.Step does all of it).
 package billing
 
 import (
 	"context"
+	"time"
 
 	"github.com/mcp-elicit/elicit/connect"
-	"github.com/mcp-elicit/elicit/examples/internal/urlconnect"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
 )
@@ -46,38 +46,45 @@ const (
 // App serves connect_billing.
 type App struct {
 	flows *connect.Service
-	step  *urlconnect.Step
+	step  *connect.Step
 }
 
 // New returns the app; flows stores the flows and the encrypted keys.
 func New(flows *connect.Service) *App {
-	return &App{flows: flows, step: &urlconnect.Step{Flows: flows, InputKey: InputKey, Purpose: Purpose, Texts: urlconnect.Texts{
+	return &App{flows: flows, step: &connect.Step{Flows: flows, InputKey: InputKey, Purpose: Purpose, Texts: connect.StepTexts{
 		SignIn: textSignIn, Connected: TextConnected, AlreadyConnected: TextAlreadyConnected,
 		Declined: TextDeclined, Cancelled: TextCancelled, DeclinedKept: TextDeclinedKept, CancelledKept: TextCancelledKept,
 		Ask: messageAsk, Pending: messagePending,
 	}}}
 }
 
+// WithWait sets how long an accept that came before the key page was
+// finished is held open (connect.Step.Wait: 0 means connect.DefaultWait,
+// negative no wait), and returns a. Call it before Register.
+func (a *App) WithWait(d time.Duration) *App {
+	a.step.Wait = d
+	return a
+}
+
 // Register adds connect_billing and billing_status to s.
 func (a *App) Register(s *mcpserver.Server) {
-	s.AddTool(&mcp.Tool{
+	a.step.Register(s, &mcp.Tool{
 		Name:        ToolName,
 		Title:       "Connect billing",
 		Description: "Connect the user's payment-provider account. The user enters the API key on the server's own web page (URL-mode elicitation); the key never passes through the client.",
-		InputSchema: urlconnect.NoArgumentsSchema,
-	}, a.step.Handle)
+	})
 	readOnly := true
 	s.AddTool(&mcp.Tool{
 		Name:        StatusToolName,
 		Title:       "Billing status",
 		Description: "Tell whether the user's payment-provider account is connected. Never reveals the key.",
-		InputSchema: urlconnect.NoArgumentsSchema,
+		InputSchema: connect.NoArgumentsSchema,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: &readOnly},
 	}, a.billingStatus)
 }
 
 func (a *App) billingStatus(ctx context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
-	if err := urlconnect.NoArguments(req); err != nil {
+	if err := connect.NoArguments(req); err != nil {
 		return nil, err
 	}
 	if req.Principal == "" {

@@ -26,7 +26,6 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/mcp-elicit/elicit/connect"
-	"github.com/mcp-elicit/elicit/examples/internal/urlconnect"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
 	"github.com/mcp-elicit/elicit/store"
@@ -44,7 +43,11 @@ const (
 
 // Result texts. Decline and cancel differ on purpose (ELI-S-08).
 const (
-	TextConnected        = "Your calendar is connected. The provider's authorization is stored on the server and is never shown here."
+	TextConnected = "Your calendar is connected. The provider's authorization is stored on the server and is never shown here."
+	// TextConnectedAs is TextConnected naming the account the provider
+	// says the authorization is for (%s: quoted, as it is third-party
+	// text): a user signed in there as someone else learns it here.
+	TextConnectedAs      = "Your calendar is connected: you authorized the calendar provider's account %s. The provider's authorization is stored on the server and is never shown here."
 	TextAlreadyConnected = "Your calendar is already connected."
 	TextDeclined         = "The calendar was not connected: you declined to open the provider's sign-in. Nothing was stored."
 	TextCancelled        = "The calendar connection step was dismissed before it finished. Nothing was stored; call connect_calendar again to restart it."
@@ -80,37 +83,45 @@ func Provider(clientID, clientSecret, authURL, tokenURL string) connect.OAuthPro
 // App serves connect_calendar and list_events.
 type App struct {
 	flows     *connect.Service
-	step      *urlconnect.Step
+	step      *connect.Step
 	eventsURL string
 }
 
 // New returns the app. flows must have the calendar provider registered
 // (Provider); eventsURL is the provider's GET events endpoint, which
-// answers {"events":[{"id","title","start"}]} for the token's user.
+// answers {"user","events":[{"id","title","start"}]} for the token's user.
 func New(flows *connect.Service, eventsURL string) *App {
 	a := &App{flows: flows, eventsURL: eventsURL}
-	a.step = &urlconnect.Step{Flows: flows, InputKey: InputKey, Purpose: Purpose, Connected: a.connected, Texts: urlconnect.Texts{
-		SignIn: textSignIn, Connected: TextConnected, AlreadyConnected: TextAlreadyConnected,
-		Declined: TextDeclined, Cancelled: TextCancelled, DeclinedKept: TextDeclinedKept, CancelledKept: TextCancelledKept,
-		Ask: messageAsk, Pending: messagePending,
-	}}
+	a.step = &connect.Step{Flows: flows, InputKey: InputKey, Purpose: Purpose, Connected: a.connected, ConnectedText: a.connectedText,
+		Texts: connect.StepTexts{
+			SignIn: textSignIn, Connected: TextConnected, AlreadyConnected: TextAlreadyConnected,
+			Declined: TextDeclined, Cancelled: TextCancelled, DeclinedKept: TextDeclinedKept, CancelledKept: TextCancelledKept,
+			Ask: messageAsk, Pending: messagePending,
+		}}
+	return a
+}
+
+// WithWait sets how long an accept that came before the provider's
+// approval is held open (connect.Step.Wait), and returns a. Call it
+// before Register.
+func (a *App) WithWait(d time.Duration) *App {
+	a.step.Wait = d
 	return a
 }
 
 // Register adds connect_calendar and list_events to s.
 func (a *App) Register(s *mcpserver.Server) {
-	s.AddTool(&mcp.Tool{
+	a.step.Register(s, &mcp.Tool{
 		Name:        ToolName,
 		Title:       "Connect calendar",
 		Description: "Connect the user's calendar. The user signs in on the server's own page and approves access at the calendar provider (URL-mode elicitation); the provider's tokens never pass through the client.",
-		InputSchema: urlconnect.NoArgumentsSchema,
-	}, a.step.Handle)
+	})
 	readOnly := true
 	s.AddTool(&mcp.Tool{
 		Name:        EventsToolName,
 		Title:       "List calendar events",
 		Description: "List the user's upcoming calendar events, read from the calendar provider with the authorization stored by connect_calendar.",
-		InputSchema: urlconnect.NoArgumentsSchema,
+		InputSchema: connect.NoArgumentsSchema,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: &readOnly},
 	}, a.listEvents)
 }
@@ -123,13 +134,13 @@ type event struct {
 }
 
 func (a *App) listEvents(ctx context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
-	if err := urlconnect.NoArguments(req); err != nil {
+	if err := connect.NoArguments(req); err != nil {
 		return nil, err
 	}
 	if req.Principal == "" {
 		return mcpserver.ToolError("Sign-in is required."), nil
 	}
-	events, err := a.fetch(ctx, req.Principal)
+	_, events, err := a.fetch(ctx, req.Principal)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return mcpserver.ToolError(TextNotConnected), nil
@@ -149,7 +160,7 @@ var errRejected = errors.New("calendar: the provider rejected the stored authori
 // still accepts, so connect_calendar offers to connect again after a
 // revocation instead of saying "already connected".
 func (a *App) connected(ctx context.Context, principal string) (bool, error) {
-	_, err := a.fetch(ctx, principal)
+	_, _, err := a.fetch(ctx, principal)
 	switch {
 	case err == nil:
 		return true, nil
@@ -159,41 +170,59 @@ func (a *App) connected(ctx context.Context, principal string) (bool, error) {
 	return false, err
 }
 
-// fetch reads principal's events with the stored token: store.ErrNotFound
-// if not connected, errRejected if the provider refuses it. Errors never
-// hold the token.
-func (a *App) fetch(ctx context.Context, principal string) ([]event, error) {
+// maxAccountLen bounds, in bytes, the provider's account name shown.
+const maxAccountLen = 64
+
+// connectedText names the provider account the new authorization is for,
+// as the provider's API reports it; TextConnected when it names none or
+// cannot be asked now (the connection itself is done either way).
+func (a *App) connectedText(ctx context.Context, principal string) (string, error) {
+	user, _, err := a.fetch(ctx, principal)
+	if err != nil || user == "" {
+		return TextConnected, nil
+	}
+	if len(user) > maxAccountLen {
+		user = strings.ToValidUTF8(user[:maxAccountLen], "") + "…"
+	}
+	return fmt.Sprintf(TextConnectedAs, strconv.Quote(user)), nil
+}
+
+// fetch reads principal's events with the stored token, and the
+// provider's name for the account: store.ErrNotFound if not connected,
+// errRejected if the provider refuses it. Errors never hold the token.
+func (a *App) fetch(ctx context.Context, principal string) (string, []event, error) {
 	client, err := a.flows.OAuthClient(ctx, principal, Purpose)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, a.eventsURL, nil)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	hreq.Header.Set("Accept", "application/json")
 	resp, err := client.Do(hreq)
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) {
-			return nil, errRejected // the refresh was refused
+			return "", nil, errRejected // the refresh was refused
 		}
-		return nil, fmt.Errorf("calendar: provider: %w", err) // network trouble
+		return "", nil, fmt.Errorf("calendar: provider: %w", err) // network trouble
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusUnauthorized {
-		return nil, errRejected
+		return "", nil, errRejected
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("calendar: provider answered HTTP %d", resp.StatusCode)
+		return "", nil, fmt.Errorf("calendar: provider answered HTTP %d", resp.StatusCode)
 	}
 	var body struct {
+		User   string  `json:"user"`
 		Events []event `json:"events"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxEventsBody)).Decode(&body); err != nil {
-		return nil, fmt.Errorf("calendar: provider answer: %w", err)
+		return "", nil, fmt.Errorf("calendar: provider answer: %w", err)
 	}
-	return body.Events, nil
+	return body.User, body.Events, nil
 }
 
 // formatEvents lists events one a line. Titles come from a third party:
