@@ -1,0 +1,274 @@
+package main
+
+// Accept before the page is finished, with three 2026-07-28 clients:
+// go-sdk v1.8.0, the TypeScript SDK v2 (npm @modelcontextprotocol/client
+// 2.4.0, installed at test time) and our mcpclient. Each answers the
+// URL-mode elicitation with accept at once; the server holds the retry
+// (--url-wait); the user finishes the page while it is held; the retry is
+// answered "connected". One retry, one question, for every client.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-elicit/elicit/examples/billing"
+	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/mcpclient"
+)
+
+// waitEnv is an elicitd that holds early accepts, behind a front door
+// that counts connect_billing calls and tells when a held response begins
+// (the server starts streaming it: progress or keep-alive comments), so
+// the page is finished while the retry is held, whatever the client.
+type waitEnv struct {
+	*env
+	mcpURL string
+	calls  atomic.Int32
+	held   chan struct{}
+}
+
+func newWaitEnv(t *testing.T) *waitEnv {
+	t.Helper()
+	w := &waitEnv{env: newEnvWith(t, func(c *config) { c.urlWait = 50 * time.Second }), held: make(chan struct{}, 1)}
+	front := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Method") == mcp.MethodToolsCall && r.Header.Get("Mcp-Name") == billing.ToolName {
+			w.calls.Add(1)
+			rw = &heldWriter{ResponseWriter: rw, held: w.held}
+		}
+		w.app.ServeHTTP(rw, r)
+	}))
+	t.Cleanup(front.Close)
+	w.mcpURL = front.URL + "/mcp"
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server log:\n%s", w.logs.String())
+		}
+	})
+	return w
+}
+
+// heldWriter signals once when the response turns into an event stream
+// before the handler has returned: the server is holding it.
+type heldWriter struct {
+	http.ResponseWriter
+	once sync.Once
+	held chan<- struct{}
+}
+
+func (h *heldWriter) WriteHeader(code int) {
+	if strings.HasPrefix(h.Header().Get("Content-Type"), "text/event-stream") {
+		h.once.Do(func() {
+			select {
+			case h.held <- struct{}{}:
+			default:
+			}
+		})
+	}
+	h.ResponseWriter.WriteHeader(code)
+}
+
+func (h *heldWriter) Flush() { h.ResponseWriter.(http.Flusher).Flush() }
+
+func (h *heldWriter) Unwrap() http.ResponseWriter { return h.ResponseWriter }
+
+// finishWhileHeld waits for the link and for the server to hold the
+// retry, then finishes the page; done reports the client's end first if
+// it comes before the hold (a server that does not wait).
+func (w *waitEnv) finishWhileHeld(t *testing.T, links <-chan string, done <-chan struct{}) {
+	t.Helper()
+	var link string
+	select {
+	case link = <-links:
+	case <-done:
+		t.Fatal("the client ended before it was asked")
+	}
+	select {
+	case <-w.held:
+	case <-done:
+		t.Fatal("the client ended before the server held its retry: the server does not wait")
+	}
+	w.connectBrowserStep(t, link)
+}
+
+func (w *waitEnv) wantOneRetry(t *testing.T, text string) {
+	t.Helper()
+	if text != billing.TextConnected {
+		t.Fatalf("result %q, want %q", text, billing.TextConnected)
+	}
+	if n := w.calls.Load(); n != 2 {
+		t.Fatalf("%d connect_billing requests, want 2: the first call and one retry", n)
+	}
+}
+
+func TestURLWaitOneRetryGoSDK(t *testing.T) {
+	w := newWaitEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	links := make(chan string, 10)
+	// As gosdkConnect, but through the front door.
+	client := sdk.NewClient(&sdk.Implementation{Name: "gosdk-urlwait", Version: "v1.8.0"}, &sdk.ClientOptions{
+		Capabilities: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}, URL: &sdk.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			links <- req.Params.URL
+			return &sdk.ElicitResult{Action: "accept"}, nil // before the page
+		},
+	})
+	tr := w.gosdkTransport("alice", http.DefaultTransport)
+	tr.Endpoint = w.mcpURL
+	cs, err := client.Connect(ctx, tr, &sdk.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	done := make(chan struct{})
+	var res *sdk.CallToolResult
+	go func() {
+		defer close(done)
+		res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: billing.ToolName, Arguments: map[string]any{}})
+	}()
+	w.finishWhileHeld(t, links, done)
+	<-done
+	if err != nil {
+		t.Fatalf("tools/call: %v", err)
+	}
+	w.wantOneRetry(t, toolText(t, res))
+	if len(links) != 0 {
+		t.Fatal("the elicitation was asked again")
+	}
+}
+
+func TestURLWaitOneRetryOurClient(t *testing.T) {
+	w := newWaitEnv(t)
+	links := make(chan string, 10)
+	c := mcpclient.New(w.mcpURL, &mcpclient.Options{Token: "alice", Handlers: &mcpclient.Handlers{
+		ElicitURL: func(_ context.Context, _ mcpclient.Asker, _ string, p *mcp.ElicitRequestParams) (*mcp.ElicitResult, error) {
+			links <- p.URL
+			return &mcp.ElicitResult{Action: mcp.ActionAccept}, nil
+		},
+	}})
+	done := make(chan struct{})
+	var res *mcp.CallToolResult
+	var err error
+	go func() {
+		defer close(done)
+		res, err = c.CallTool(t.Context(), billing.ToolName, nil)
+	}()
+	w.finishWhileHeld(t, links, done)
+	<-done
+	if err != nil {
+		t.Fatalf("tools/call: %v", err)
+	}
+	w.wantOneRetry(t, res.Content[0].Text)
+	if len(links) != 0 {
+		t.Fatal("the elicitation was asked again")
+	}
+}
+
+// tsClientDir installs the TypeScript SDK v2 client into a temporary
+// directory with the test's script, or skips when npm is not available;
+// with ELICIT_TS_TEST=require (CI) it fails instead.
+func tsClientDir(t *testing.T) string {
+	t.Helper()
+	required := os.Getenv("ELICIT_TS_TEST") == "require"
+	if testing.Short() && !required {
+		t.Skip("TypeScript SDK interop skipped in -short mode")
+	}
+	skip := func(why string) {
+		t.Helper()
+		if required {
+			t.Fatal("ELICIT_TS_TEST=require but " + why)
+		}
+		t.Skip(why + "; set ELICIT_TS_TEST=require to make this a failure")
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		skip("npm is not on PATH")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		skip("node is not on PATH")
+	}
+	dir := t.TempDir()
+	script, err := os.ReadFile(filepath.Join("testdata", "tsclient_urlwait.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"private":true,"type":"module"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "urlwait.mjs"), script, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefer-offline", "@modelcontextprotocol/client@2.4.0")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		skip("npm install @modelcontextprotocol/client@2.4.0 failed: " + err.Error() + "\n" + string(out))
+	}
+	return dir
+}
+
+func TestURLWaitOneRetryTypeScriptSDK(t *testing.T) {
+	dir := tsClientDir(t)
+	w := newWaitEnv(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "urlwait.mjs", w.mcpURL, "alice", billing.ToolName)
+	cmd.Dir = dir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	links := make(chan string, 10)
+	done := make(chan struct{})
+	var result, failure string
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(out)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			kind, rest, _ := strings.Cut(sc.Text(), " ")
+			switch kind {
+			case "ELICIT":
+				links <- rest
+			case "RESULT":
+				result = rest
+			case "ERROR":
+				failure = rest
+			}
+		}
+	}()
+	w.finishWhileHeld(t, links, done)
+	<-done
+	if err := cmd.Wait(); err != nil || failure != "" {
+		t.Fatalf("node: %v %s\nstderr: %s", err, failure, stderr.String())
+	}
+	var res struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	if err := json.Unmarshal([]byte(result), &res); err != nil || len(res.Content) == 0 {
+		t.Fatalf("result %q: %v", result, err)
+	}
+	w.wantOneRetry(t, res.Content[0].Text)
+	if len(links) != 0 {
+		t.Fatal("the elicitation was asked again")
+	}
+}
