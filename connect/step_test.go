@@ -76,7 +76,9 @@ func (e *stepEnv) lastRound() mcpserver.Round {
 	return e.rounds[len(e.rounds)-1]
 }
 
-func (e *stepEnv) texts() connect.StepTexts { return connect.DefaultTexts("your billing account", stepTool) }
+func (e *stepEnv) texts() connect.StepTexts {
+	return connect.DefaultTexts("your billing account", stepTool)
+}
 
 // client is alice's MCP client; elicitURL answers the URL request.
 func (e *stepEnv) client(elicitURL func(p *mcp.ElicitRequestParams) string, onProgress func(mcpclient.Progress)) *mcpclient.Client {

@@ -9,8 +9,11 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -37,6 +40,9 @@ type call struct {
 	target    map[string]any  // name or uri, and for completion ref/argument
 	arguments json.RawMessage // nil when absent
 	progress  any             // the client's progressToken, nil when absent
+	// lastInvoke is how long the last handler call took: one that held
+	// the request waiting for a page (connect.Step) needs no pause after.
+	lastInvoke time.Duration
 }
 
 // pendingURL is a URL-mode elicitation the user accepted.
@@ -49,6 +55,7 @@ type pendingURL struct {
 // over the session, and returns the complete result's JSON or the error to
 // send (a *sdkjsonrpc.Error for protocol errors).
 func (b *bridge) serve(ctx context.Context, c *call) (_ json.RawMessage, err error) {
+	servedErr := false // err is a response of Serve, already observed
 	if s := sessionOf(ctx); s != nil {
 		// go-sdk never cancels a handler when its session closes (its close
 		// waits for handlers): the session's own context does.
@@ -66,6 +73,19 @@ func (b *bridge) serve(ctx context.Context, c *call) (_ json.RawMessage, err err
 	var state *string
 	var responses map[string]json.RawMessage
 	accepted := map[string]pendingURL{} // URL keys accepted in the previous round
+	// An ending the bridge decides itself (the client's error, the round
+	// cap) is audited as a round of the operation; Serve reports the rest.
+	defer func() {
+		if err != nil && ctx.Err() == nil && !servedErr {
+			code := jsonrpc.CodeInternalError
+			var se *sdkjsonrpc.Error
+			if errors.As(err, &se) {
+				code = int(se.Code)
+			}
+			in, _ := b.incoming(c, caps, nil, state)
+			b.srv.ReportFault(ctx, in, c.principal, code)
+		}
+	}()
 	for round := 0; ; round++ {
 		if round >= b.opts.MaxRounds {
 			b.log.Warn("legacy: too many rounds", "method", c.method, "rounds", round, "unfinished_pages", len(accepted))
@@ -74,8 +94,11 @@ func (b *bridge) serve(ctx context.Context, c *call) (_ json.RawMessage, err err
 			}
 			return nil, &sdkjsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Too many rounds for one request"}
 		}
+		start := time.Now()
 		resp := b.invoke(ctx, c, caps, responses, state)
+		c.lastInvoke = time.Since(start)
 		if resp.Error != nil {
+			servedErr = true
 			return nil, toSDKError(resp.Error)
 		}
 		raw, err := json.Marshal(resp.Result)
@@ -118,6 +141,17 @@ func (b *bridge) serve(ctx context.Context, c *call) (_ json.RawMessage, err err
 // serving, so the requestState is opened, checked and sealed exactly as for
 // a 2026 request.
 func (b *bridge) invoke(ctx context.Context, c *call, caps json.RawMessage, responses map[string]json.RawMessage, state *string) *jsonrpc.Response {
+	in, resp := b.incoming(c, caps, responses, state)
+	if resp != nil {
+		return resp
+	}
+	return b.srv.Serve(ctx, in, c.principal, b.notifier(ctx, c.ss))
+}
+
+// incoming builds the 2026 request of one round of c: the original
+// params, the client's capabilities in _meta, the answers and the state.
+// On failure resp is the error response.
+func (b *bridge) incoming(c *call, caps json.RawMessage, responses map[string]json.RawMessage, state *string) (_ *mcpserver.Incoming, resp *jsonrpc.Response) {
 	meta := map[string]any{
 		mcp.MetaProtocolVersion:    mcp.ProtocolVersion,
 		mcp.MetaClientCapabilities: caps,
@@ -144,13 +178,13 @@ func (b *bridge) invoke(ctx context.Context, c *call, caps json.RawMessage, resp
 	id := jsonrpc.IntID(b.ids.Add(1))
 	p, err := json.Marshal(params)
 	if err != nil {
-		return &jsonrpc.Response{ID: id, Error: jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params")}
+		return nil, &jsonrpc.Response{ID: id, Error: jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params")}
 	}
 	in, jerr := mcpserver.Parse(&jsonrpc.Request{ID: id, Method: c.method, Params: p})
 	if jerr != nil {
-		return &jsonrpc.Response{ID: id, Error: jerr}
+		return nil, &jsonrpc.Response{ID: id, Error: jerr}
 	}
-	return b.srv.Serve(ctx, in, c.principal, b.notifier(ctx, c.ss))
+	return in, nil
 }
 
 // notifier forwards the handler's progress and log notifications to the
@@ -211,7 +245,9 @@ func (b *bridge) answer(ctx context.Context, c *call, reqs map[string]mcp.InputR
 			if p.IsURL() {
 				if pu, ok := prev[k]; ok && pu.url == p.URL && pu.polls < b.opts.URLPolls {
 					if !polled {
-						if err := sleep(ctx, b.opts.URLPoll); err != nil {
+						// A handler that waited for the page itself (and
+						// woke when it was finished) has used the pause.
+						if err := sleep(ctx, b.opts.URLPoll-c.lastInvoke); err != nil {
 							return nil, nil, err
 						}
 						polled = true
@@ -333,13 +369,49 @@ func actionOf(raw json.RawMessage) string {
 }
 
 // clientFailed turns a failed server-to-client request into the error the
-// 2025 client gets; the cause is logged, not sent.
+// 2025 client gets. An error the client answered with keeps its code and
+// its message (made printable and clipped), so the user learns what the
+// client itself objected to (go-sdk refuses, with -32602, a form answer
+// that fails its own schema check); anything else is -32603.
 func (b *bridge) clientFailed(method string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	b.log.Warn("legacy: the client did not answer an input request", "method", method, "err", err)
+	var ce *sdkjsonrpc.Error
+	if errors.As(err, &ce) {
+		if ce.Code == 0 {
+			// No code is no JSON-RPC error code (go-sdk sends 0 for a
+			// handler's plain Go error): the message is still the client's.
+			return &sdkjsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("The client answered %s with an error: %s", method, clientText(ce.Message))}
+		}
+		return &sdkjsonrpc.Error{Code: ce.Code, Message: fmt.Sprintf("The client answered %s with error %d: %s", method, ce.Code, clientText(ce.Message))}
+	}
 	return &sdkjsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "The client did not answer " + method}
+}
+
+// maxClientText bounds, in bytes, the client's message quoted back.
+const maxClientText = 200
+
+// clientText makes a client's error message fit to quote: every rune that
+// is not graphic (controls, bidi overrides, line breaks) becomes a space,
+// invalid UTF-8 is dropped, and it is clipped at maxClientText bytes.
+func clientText(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if !unicode.IsGraphic(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, ""))
+	s = strings.TrimSpace(s)
+	if len(s) <= maxClientText {
+		return s
+	}
+	cut := maxClientText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

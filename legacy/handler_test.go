@@ -32,9 +32,14 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // invalid.
 const nameSchema = `{"type":"object","properties":{"name":{"type":"string","format":"email"}},"required":["name"]}`
 
-// newServer registers the tools the tests call.
-func newServer(polls *atomic.Int32) *mcpserver.Server {
-	s := mcpserver.New(mcp.Implementation{Name: "legacy-test", Version: "1"}, &mcpserver.Options{Logger: quiet, Instructions: "test instructions"})
+// newServer registers the tools the tests call; obs, if given, observes
+// the rounds.
+func newServer(polls *atomic.Int32, obs ...mcpserver.Observer) *mcpserver.Server {
+	o := &mcpserver.Options{Logger: quiet, Instructions: "test instructions"}
+	if len(obs) > 0 {
+		o.Observer = obs[0]
+	}
+	s := mcpserver.New(mcp.Implementation{Name: "legacy-test", Version: "1"}, o)
 	s.AddTool(&mcp.Tool{Name: "echo", Description: "echo"}, func(_ context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
 		return mcpserver.Text("principal=" + req.Principal), nil
 	})
@@ -65,6 +70,10 @@ func newServer(polls *atomic.Int32) *mcpserver.Server {
 	})
 	s.AddTool(&mcp.Tool{Name: "forever"}, func(_ context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
 		return mcpserver.Ask(), nil
+	})
+	// page_forever: a URL-mode page that is never finished.
+	s.AddTool(&mcp.Tool{Name: "page_forever"}, func(_ context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
+		return mcpserver.Ask().ElicitURL("page", "Open the page", "https://example.com/page"), nil
 	})
 	return s
 }
@@ -340,22 +349,4 @@ func FuzzSniff(f *testing.F) {
 			t.Fatalf("body %q: both eras %d %q, streamhttp alone %d %q", body, code, got, wantCode, want)
 		}
 	})
-}
-
-// TestBridgeClientError: a client that answers elicitation/create with an
-// error gets -32603 with a fixed message; the cause stays in the log.
-func TestBridgeClientError(t *testing.T) {
-	ts := start(t, nil, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cs := connect(t, ctx, ts.url, &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{}}, &sdk.ClientOptions{
-		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
-			return nil, errors.New("secret-ish client detail")
-		},
-	})
-	_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "ask_name", Arguments: map[string]any{}})
-	var we *jsonrpc.Error
-	if !errors.As(err, &we) || we.Code != -32603 || we.Message != "The client did not answer elicitation/create" {
-		t.Fatalf("want -32603 from the bridge, got %v", err)
-	}
 }

@@ -1,14 +1,23 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcp-elicit/elicit/examples/billing"
 	"github.com/mcp-elicit/elicit/examples/calendar"
+	"github.com/mcp-elicit/elicit/examples/reports"
 )
 
 // One rule for the lifetimes of flow, link and state: a page finished
@@ -137,5 +146,93 @@ func TestCalendarNamesProviderAccount(t *testing.T) {
 	r := c.call(2, "alice", calendar.ToolName, calAnswer("accept", first.state()))
 	if want := fmt.Sprintf(calendar.TextConnectedAs, `"carol"`); r.isError() || r.text() != want {
 		t.Fatalf("result %s\nwant %q", r.Raw, want)
+	}
+}
+
+// A 2025 client that answers elicitation/create with an error (go-sdk
+// does, for an answer that fails its own schema check): the call ends
+// with the client's code and words, and the ending is audited and counted
+// as a fault of the operation.
+func TestLegacyClientErrorAudited(t *testing.T) {
+	audit := &syncBuffer{}
+	e := newEnvWith(t, func(c *config) { c.auditOut = audit })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := e.connect2025(ctx, "alice", nil, func(int, *sdk.ElicitParams) *sdk.ElicitResult {
+		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"detail": "bogus", "label": "x"}}
+	})
+	_, err := c.cs.CallTool(ctx, &sdk.CallToolParams{Name: reports.ToolExport, Arguments: map[string]any{"period": "2026-Q2", "dataset": "sales"}})
+	var we *sdkjsonrpc.Error
+	if !errors.As(err, &we) || we.Code != -32602 || !strings.HasPrefix(we.Message, "The client answered elicitation/create with error -32602: ") || len(we.Message) < 70 {
+		t.Fatalf("want the client's -32602 and its words, got %v", err)
+	}
+	var rounds []auditLine
+	for _, l := range auditLines(t, audit.String()) {
+		if l.Msg == "mcp_round" && l.Name == reports.ToolExport {
+			rounds = append(rounds, l)
+		}
+	}
+	if len(rounds) != 2 || rounds[1].Outcome != "fault" || rounds[1].Code != -32602 || rounds[1].OperationID != rounds[0].OperationID || *rounds[1].Round != 1 {
+		t.Fatalf("audit: %+v", rounds)
+	}
+	resp, err := http.Get(e.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	m, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(m), `elicitd_faults_total{code="-32602",method="tools/call"} 1`) {
+		t.Fatalf("the ending is not counted:\n%s", grepLines(string(m), "elicitd_faults_total"))
+	}
+}
+
+// A 2025 client's early accept is held by the step too (the bridge passes
+// the client's progressToken, so the client hears that the server waits),
+// and the page finished meanwhile completes the call without a second
+// prompt.
+func TestLegacyURLWaits(t *testing.T) {
+	e := newEnvWith(t, func(c *config) { c.urlWait = time.Minute })
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var asked atomic.Int32
+	links := make(chan string, 4)
+	var once sync.Once
+	progressed := make(chan struct{})
+	client := sdk.NewClient(&sdk.Implementation{Name: "gosdk-2025", Version: "v1.8.0"}, &sdk.ClientOptions{
+		Capabilities: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{URL: &sdk.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			asked.Add(1)
+			links <- req.Params.URL
+			return &sdk.ElicitResult{Action: "accept"}, nil // before the page
+		},
+		ProgressNotificationHandler: func(context.Context, *sdk.ProgressNotificationClientRequest) {
+			once.Do(func() { close(progressed) })
+		},
+	})
+	cs, err := client.Connect(ctx, e.gosdkTransport("alice", http.DefaultTransport), &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	params := &sdk.CallToolParams{Name: billing.ToolName, Arguments: map[string]any{}}
+	params.SetProgressToken("urlwait-1")
+	done := make(chan struct{})
+	var res *sdk.CallToolResult
+	go func() {
+		defer close(done)
+		res, err = cs.CallTool(ctx, params)
+	}()
+	select {
+	case <-progressed:
+	case <-done:
+		t.Fatalf("the call ended before the server said it waits: %v %+v", err, res)
+	}
+	e.connectBrowserStep(t, <-links)
+	<-done
+	if err != nil || res.IsError || toolText(t, res) != billing.TextConnected {
+		t.Fatalf("result: %v %+v", err, res)
+	}
+	if n := asked.Load(); n != 1 {
+		t.Fatalf("asked %d times, want once", n)
 	}
 }
