@@ -616,9 +616,10 @@ func headersEqual(a, b http.Header) bool {
 // run drives the input loop of op until a complete result.
 func (c *Client) run(ctx context.Context, op *operation) (json.RawMessage, error) {
 	var retry *Retry
+	var prev *InputRequired // the interim result retry answers
 	rounds, stateOnly := 0, 0
 	for {
-		res, ir, err := c.once(ctx, op, retry)
+		res, ir, err := c.round(ctx, op, retry, prev)
 		if err != nil {
 			return nil, err
 		}
@@ -644,7 +645,7 @@ func (c *Client) run(ctx context.Context, op *operation) (json.RawMessage, error
 				case <-t.C:
 				}
 			}
-			retry = ir.Retry(nil)
+			retry, prev = ir.Retry(nil), ir
 			continue
 		}
 		stateOnly = 0
@@ -652,7 +653,7 @@ func (c *Client) run(ctx context.Context, op *operation) (json.RawMessage, error
 		if err != nil {
 			return nil, err
 		}
-		retry = ir.Retry(answers)
+		retry, prev = ir.Retry(answers), ir
 	}
 }
 

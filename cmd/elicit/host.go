@@ -34,27 +34,33 @@ type host struct {
 
 // client makes the MCP client; handlers nil declares no client
 // capabilities (tools/list needs none). Without --token or --no-login it
-// signs in when the server asks (login.go).
-func (h *host) client(handlers *mcpclient.Handlers) (*mcpclient.Client, error) {
+// signs in when the server asks (login.go). onProgress, if set, receives
+// the server's progress (and makes requests carry a progressToken).
+func (h *host) client(handlers *mcpclient.Handlers, onProgress ...func(mcpclient.Progress)) (*mcpclient.Client, error) {
+	var progress func(mcpclient.Progress)
+	if len(onProgress) > 0 {
+		progress = onProgress[0]
+	}
 	if h.opts.token != "" || h.opts.noLogin {
-		return h.newClient(handlers, nil), nil
+		return h.newClient(handlers, nil, progress), nil
 	}
 	var c *mcpclient.Client
 	a, err := h.authorizer(func() mcpclient.Asker { return c.Asker() })
 	if err != nil {
 		return nil, err
 	}
-	c = h.newClient(handlers, a)
+	c = h.newClient(handlers, a, progress)
 	return c, nil
 }
 
 // newClient makes the MCP client with a (nil for none) or --token.
-func (h *host) newClient(handlers *mcpclient.Handlers, a *oauth.Authorizer) *mcpclient.Client {
+func (h *host) newClient(handlers *mcpclient.Handlers, a *oauth.Authorizer, progress func(mcpclient.Progress)) *mcpclient.Client {
 	var authz mcpclient.Authorizer
 	if a != nil {
 		authz = a
 	}
 	return mcpclient.New(h.opts.url, &mcpclient.Options{
+		OnProgress: progress,
 		// No overall timeout: a call waits for the user. Dialing and
 		// response headers are bounded so a dead server is reported.
 		HTTPClient: &http.Client{Transport: &http.Transport{
@@ -120,6 +126,7 @@ func (h *host) call(ctx context.Context) error {
 	// With --json, stdout carries the result only; the questions go to
 	// stderr.
 	term := h.terminal()
+	out := h.promptOut()
 	for _, p := range h.opts.roots {
 		r, err := consent.RootFromPath(p)
 		if err != nil {
@@ -127,7 +134,26 @@ func (h *host) call(ctx context.Context) error {
 		}
 		term.Roots = append(term.Roots, r)
 	}
-	c, err := h.client(term.Handlers())
+	// After an accept in URL mode the server may hold the retry until the
+	// page is finished: say so, and let Ctrl-C withdraw the accept (the
+	// server then hears cancel) instead of ending the program.
+	ctx, wait := mcpclient.WithPageWait(ctx)
+	cancelWait := func() bool {
+		if !wait.Cancel() {
+			return false
+		}
+		fmt.Fprintln(out, "\nCancelled: telling the server.")
+		return true
+	}
+	interrupt.Store(&cancelWait)
+	defer interrupt.Store(nil)
+	shown := 0
+	c, err := h.client(term.Handlers(), func(mcpclient.Progress) {
+		if n := wait.Waiting(); n > 0 && n != shown {
+			shown = n
+			fmt.Fprintln(out, waitingText)
+		}
+	})
 	if err != nil {
 		return err
 	}
@@ -165,6 +191,9 @@ func (h *host) call(ctx context.Context) error {
 	}
 	return nil
 }
+
+// waitingText is shown while the server holds a retry for a page.
+const waitingText = "Waiting for you to finish in the browser… (press Ctrl-C to cancel)"
 
 // printContent prints text blocks and names the others; with no content
 // at all, the structured content as JSON. Server text goes through

@@ -113,7 +113,7 @@ func (h *host) login(ctx context.Context) error {
 	if err := a.ForgetToken(ctx); err != nil {
 		return err
 	}
-	c = h.newClient(nil, a)
+	c = h.newClient(nil, a, nil)
 	if _, err := c.ListTools(ctx); err != nil {
 		return err
 	}
@@ -175,7 +175,7 @@ func checkSignIn(ctx context.Context, endpoint, clientID string, stdin io.Reader
 	if err != nil {
 		return "", err
 	}
-	c = h.newClient(nil, a)
+	c = h.newClient(nil, a, nil)
 	if _, err := c.ListTools(ctx); err != nil {
 		var rpc *mcpclient.RPCError
 		if !errors.As(err, &rpc) { // a JSON-RPC error is past the authorization

@@ -52,6 +52,7 @@ import (
 	"os/signal"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/mcp-elicit/elicit/internal/termtext"
@@ -69,10 +70,33 @@ const (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptContext()
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// interrupt, when set, is offered each Ctrl-C (SIGINT) first; it returns
+// true when it took care of it (a call waiting for a page was cancelled,
+// see host.call), and then the program goes on.
+var interrupt atomic.Pointer[func() bool]
+
+// interruptContext is signal.NotifyContext for SIGINT and SIGTERM, except
+// that a SIGINT the interrupt hook takes does not end the context.
+func interruptContext() (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		for s := range sigs {
+			if f := interrupt.Load(); s == os.Interrupt && f != nil && (*f)() {
+				continue
+			}
+			cancel()
+			return
+		}
+	}()
+	return ctx, func() { signal.Stop(sigs); cancel() }
 }
 
 const usage = `usage:
