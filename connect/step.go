@@ -54,8 +54,8 @@ const DefaultWait = 30 * time.Second
 //   - decline or cancel: distinct isError results (ELI-S-08). Both are
 //     final: the flow is closed (Service.CloseFlow), its page stops taking
 //     input and says why, and a replay of that requestState, whatever it
-//     answers, gets the same result again (seed 002: a refusal is not met
-//     with insistence); calling the tool again starts afresh. Were the page
+//     answers, gets the same result again (a refusal is final, ELI-S-08);
+//     calling the tool again starts afresh. Were the page
 //     finished before the refusal arrived, the result says that what was
 //     entered is kept.
 //
