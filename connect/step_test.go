@@ -114,6 +114,49 @@ func text(r *mcp.CallToolResult) string {
 	return r.Content[0].Text
 }
 
+// first makes the first call and returns its interim result.
+func (e *stepEnv) first(c *mcpclient.Client) *mcpclient.InputRequired {
+	e.t.Helper()
+	_, ir, err := c.CallToolOnce(e.t.Context(), stepTool, nil, nil)
+	if err != nil || ir == nil {
+		e.t.Fatalf("first call: %v", err)
+	}
+	return ir
+}
+
+// answer retries ir with action for the URL request.
+func (e *stepEnv) answer(c *mcpclient.Client, ir *mcpclient.InputRequired, action string) (*mcp.CallToolResult, *mcpclient.InputRequired) {
+	e.t.Helper()
+	res, next, err := c.CallToolOnce(e.t.Context(), stepTool, nil, ir.Retry(map[string]any{"billing_key": &mcp.ElicitResult{Action: action}}))
+	if err != nil {
+		e.t.Fatalf("%s: %v", action, err)
+	}
+	return res, next
+}
+
+// rawAccept posts the accept retry of ir by hand, without a progressToken,
+// with the Accept header accept, and returns the response (open).
+func (e *stepEnv) rawAccept(ir *mcpclient.InputRequired, accept string) *http.Response {
+	e.t.Helper()
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":%q,"arguments":{},`+
+		`"inputResponses":{"billing_key":{"action":"accept"}},"requestState":%q,`+
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"url":{}}}}}}`,
+		stepTool, ir.RequestState)
+	req, _ := http.NewRequestWithContext(e.t.Context(), http.MethodPost, e.mcpURL, strings.NewReader(body))
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": accept,
+		"Authorization": "Bearer alice", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": stepTool} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+func accepting(*mcp.ElicitRequestParams) string { return mcp.ActionAccept }
+
 func elicitParams(t *testing.T, ir *mcpclient.InputRequired) *mcp.ElicitRequestParams {
 	t.Helper()
 	if ir == nil {
@@ -163,16 +206,10 @@ func TestStepWaitsForThePage(t *testing.T) {
 // Past the wait the step answers input_required again, with the same link.
 func TestStepWaitEnds(t *testing.T) {
 	e := newStepEnv(t, time.Millisecond)
-	c := e.client(func(*mcp.ElicitRequestParams) string { return mcp.ActionAccept }, nil)
-	_, ir, err := c.CallToolOnce(t.Context(), stepTool, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := e.client(accepting, nil)
+	ir := e.first(c)
 	link := elicitParams(t, ir).URL
-	_, ir2, err := c.CallToolOnce(t.Context(), stepTool, nil, ir.Retry(map[string]any{"billing_key": &mcp.ElicitResult{Action: mcp.ActionAccept}}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, ir2 := e.answer(c, ir, mcp.ActionAccept)
 	if p := elicitParams(t, ir2); p.URL != link || p.Message != e.texts().Pending {
 		t.Fatalf("after the wait: %q %q", p.URL, p.Message)
 	}
@@ -185,26 +222,8 @@ func TestStepWaitEnds(t *testing.T) {
 // comments, and ends with the result once the page is finished.
 func TestStepKeepAliveWithoutProgressToken(t *testing.T) {
 	e := newStepEnv(t, time.Hour)
-	c := e.client(func(*mcp.ElicitRequestParams) string { return mcp.ActionAccept }, nil)
-	_, ir, err := c.CallToolOnce(t.Context(), stepTool, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	link := elicitParams(t, ir).URL
-	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":%q,"arguments":{},`+
-		`"inputResponses":{"billing_key":{"action":"accept"}},"requestState":%q,`+
-		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"url":{}}}}}}`,
-		stepTool, ir.RequestState)
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, e.mcpURL, strings.NewReader(body))
-	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-		"Authorization": "Bearer alice", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": stepTool} {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	ir := e.first(e.client(accepting, nil))
+	resp := e.rawAccept(ir, "application/json, text/event-stream")
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("Content-Type %q", ct)
 	}
@@ -213,7 +232,7 @@ func TestStepKeepAliveWithoutProgressToken(t *testing.T) {
 	if err != nil || line != ": keep-alive\n" {
 		t.Fatalf("first line %q, %v; want an SSE comment", line, err)
 	}
-	e.finishPage("alice", link)
+	e.finishPage("alice", elicitParams(t, ir).URL)
 	rest, _ := io.ReadAll(rd)
 	var final struct {
 		Result mcp.CallToolResult `json:"result"`
@@ -221,6 +240,17 @@ func TestStepKeepAliveWithoutProgressToken(t *testing.T) {
 	_, data, _ := strings.Cut(string(rest), "data: ")
 	if err := json.Unmarshal([]byte(data), &final); err != nil || text(&final.Result) != e.texts().Connected {
 		t.Fatalf("rest of the stream %q: %v", rest, err)
+	}
+}
+
+// A client that accepts JSON only still gets its answer, when the wait
+// ends: nothing is streamed to it.
+func TestStepWaitJSONOnlyClient(t *testing.T) {
+	e := newStepEnv(t, time.Millisecond)
+	resp := e.rawAccept(e.first(e.client(accepting, nil)), "application/json")
+	b, _ := io.ReadAll(resp.Body)
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" || !strings.Contains(string(b), `"resultType":"input_required"`) {
+		t.Fatalf("%s: %s", ct, b)
 	}
 }
 
@@ -240,10 +270,7 @@ func TestStepDeclineAndCancelAreFinal(t *testing.T) {
 		t.Run(tc.action, func(t *testing.T) {
 			e := newStepEnv(t, time.Hour)
 			c := e.client(func(*mcp.ElicitRequestParams) string { return tc.action }, nil)
-			_, ir, err := c.CallToolOnce(t.Context(), stepTool, nil, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ir := e.first(c)
 			link := elicitParams(t, ir).URL
 			// The user opens the page before answering in the client.
 			b := e.client0()
@@ -254,9 +281,9 @@ func TestStepDeclineAndCancelAreFinal(t *testing.T) {
 
 			answer := func(action string) *mcp.CallToolResult {
 				t.Helper()
-				res, ir, err := c.CallToolOnce(t.Context(), stepTool, nil, ir.Retry(map[string]any{"billing_key": &mcp.ElicitResult{Action: action}}))
-				if err != nil || ir != nil {
-					t.Fatalf("%s: %v %v", action, err, ir)
+				res, next := e.answer(c, ir, action)
+				if next != nil {
+					t.Fatalf("%s: input_required again", action)
 				}
 				return res
 			}
@@ -280,11 +307,7 @@ func TestStepDeclineAndCancelAreFinal(t *testing.T) {
 			}
 			e.wantNoSecret("alice")
 			// A new call is a new flow.
-			_, ir2, err := c.CallToolOnce(t.Context(), stepTool, nil, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if elicitParams(t, ir2).URL == link {
+			if elicitParams(t, e.first(c)).URL == link {
 				t.Fatal("a new call reuses the closed flow")
 			}
 		})
@@ -296,12 +319,8 @@ func TestStepDeclineEndsAWait(t *testing.T) {
 	e := newStepEnv(t, time.Hour)
 	waiting := make(chan struct{})
 	var once sync.Once
-	c := e.client(func(*mcp.ElicitRequestParams) string { return mcp.ActionAccept },
-		func(mcpclient.Progress) { once.Do(func() { close(waiting) }) })
-	_, ir, err := c.CallToolOnce(t.Context(), stepTool, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := e.client(accepting, func(mcpclient.Progress) { once.Do(func() { close(waiting) }) })
+	ir := e.first(c)
 	done := make(chan *mcp.CallToolResult, 1)
 	go func() {
 		res, _, err := c.CallToolOnce(context.Background(), stepTool, nil, ir.Retry(map[string]any{"billing_key": &mcp.ElicitResult{Action: mcp.ActionAccept}}))
@@ -311,9 +330,8 @@ func TestStepDeclineEndsAWait(t *testing.T) {
 		done <- res
 	}()
 	<-waiting
-	res, _, err := c.CallToolOnce(t.Context(), stepTool, nil, ir.Retry(map[string]any{"billing_key": &mcp.ElicitResult{Action: mcp.ActionDecline}}))
-	if err != nil || text(res) != e.texts().Declined {
-		t.Fatalf("decline: %+v %v", res, err)
+	if res, _ := e.answer(c, ir, mcp.ActionDecline); text(res) != e.texts().Declined {
+		t.Fatalf("decline: %+v", res)
 	}
 	if r := <-done; r == nil || text(r) != e.texts().Declined {
 		t.Fatalf("the waiting retry: %+v", r)
@@ -326,38 +344,26 @@ func TestStepDeclineEndsAWait(t *testing.T) {
 func TestStepLifetimes(t *testing.T) {
 	t.Run("page finished, state expired", func(t *testing.T) {
 		e := newStepEnv(t, -1)
-		c := e.client(func(*mcp.ElicitRequestParams) string { return mcp.ActionAccept }, nil)
-		_, ir, err := c.CallToolOnce(t.Context(), stepTool, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := e.client(accepting, nil)
+		ir := e.first(c)
 		e.clock.Advance(9 * time.Minute)
 		e.finishPage("alice", elicitParams(t, ir).URL)
 		e.clock.Advance(time.Minute + time.Second) // the state lived reqstate.DefaultTTL
-		res, _, err := c.CallToolOnce(t.Context(), stepTool, nil, ir.Retry(map[string]any{"billing_key": &mcp.ElicitResult{Action: mcp.ActionAccept}}))
-		if err != nil || res == nil || res.IsError || text(res) != e.texts().Connected {
-			t.Fatalf("retry after the state expired: %+v %v", res, err)
+		if res, _ := e.answer(c, ir, mcp.ActionAccept); res == nil || res.IsError || text(res) != e.texts().Connected {
+			t.Fatalf("retry after the state expired: %+v", res)
 		}
 	})
 	t.Run("link expired, state alive", func(t *testing.T) {
 		e := newStepEnv(t, -1)
-		c := e.client(func(*mcp.ElicitRequestParams) string { return mcp.ActionAccept }, nil)
-		_, ir, err := c.CallToolOnce(t.Context(), stepTool, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := e.client(accepting, nil)
+		ir := e.first(c)
 		link := elicitParams(t, ir).URL
 		e.clock.Advance(9 * time.Minute) // accepted early: pending, with a state sealed now
-		accept := map[string]any{"billing_key": &mcp.ElicitResult{Action: mcp.ActionAccept}}
-		_, ir, err = c.CallToolOnce(t.Context(), stepTool, nil, ir.Retry(accept))
-		if err != nil || elicitParams(t, ir).URL != link {
-			t.Fatalf("pending: %v", err)
+		if _, ir = e.answer(c, ir, mcp.ActionAccept); elicitParams(t, ir).URL != link {
+			t.Fatal("pending: another link")
 		}
 		e.clock.Advance(2 * time.Minute) // the link's 10 minutes are over; the new state's are not
-		_, ir, err = c.CallToolOnce(t.Context(), stepTool, nil, ir.Retry(accept))
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, ir = e.answer(c, ir, mcp.ActionAccept)
 		if p := elicitParams(t, ir); p.URL == link || p.Message != e.texts().Expired+e.texts().Ask {
 			t.Fatalf("after the link expired: %q %q", p.URL, p.Message)
 		}
@@ -391,33 +397,4 @@ func TestStepRequiresPrincipal(t *testing.T) {
 	srv3 := mcpserver.New(mcp.Implementation{Name: "x", Version: "1"}, nil)
 	step.Register(srv3, &mcp.Tool{Name: stepTool})
 	streamhttp.NewHandler(srv3, &streamhttp.Options{Auth: auth.DemoBearer{Realm: "t"}})
-}
-
-// Without a progressToken, a JSON-only client still gets its answer,
-// only later: nothing is streamed to it.
-func TestStepWaitJSONOnlyClient(t *testing.T) {
-	e := newStepEnv(t, time.Millisecond)
-	c := e.client(func(*mcp.ElicitRequestParams) string { return mcp.ActionAccept }, nil)
-	_, ir, err := c.CallToolOnce(t.Context(), stepTool, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":%q,"arguments":{},`+
-		`"inputResponses":{"billing_key":{"action":"accept"}},"requestState":%q,`+
-		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"url":{}}}}}}`,
-		stepTool, ir.RequestState)
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, e.mcpURL, strings.NewReader(body))
-	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json",
-		"Authorization": "Bearer alice", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": stepTool} {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if ct := resp.Header.Get("Content-Type"); ct != "application/json" || !strings.Contains(string(b), `"resultType":"input_required"`) {
-		t.Fatalf("%s: %s", ct, b)
-	}
 }
