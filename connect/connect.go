@@ -112,8 +112,10 @@ type Options struct {
 	// Logger receives audit lines (attribute audit=true) and errors.
 	// nil means slog.Default().
 	Logger *slog.Logger
-	// FlowTTL is how long a flow can be completed; <= 0 means
-	// DefaultFlowTTL.
+	// FlowTTL is how long a flow, and so its link, can be completed;
+	// <= 0 means DefaultFlowTTL. Keep it no longer than the requestState's
+	// life (reqstate.Options.TTL), so that a link never outlives the state
+	// it was sent with (the lifetime rule in Step's doc).
 	FlowTTL time.Duration
 	// SessionTTL is how long a browser login lasts; <= 0 means
 	// DefaultSessionTTL.

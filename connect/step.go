@@ -295,6 +295,9 @@ func (s *Step) Handle(ctx context.Context, req *mcpserver.Request) (mcpserver.Re
 		if err != nil {
 			return nil, err
 		}
+		if ctx.Err() != nil {
+			return s.ask(flow, t.Pending), nil // the client went away: nobody reads this
+		}
 		if outcome, err := s.Flows.ClosedOutcome(ctx, flow.ID); err != nil {
 			return nil, err
 		} else if outcome != "" {
@@ -325,8 +328,13 @@ func (s *Step) wait(ctx context.Context, req *mcpserver.Request, flow *store.Flo
 		n++
 		_ = req.KeepAlive(float64(n), waitMessage) // a dead stream ends ctx
 	})
-	if errors.Is(err, store.ErrNotFound) {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
 		return flow, nil // swept meanwhile: treat as expired below
+	case err != nil && ctx.Err() != nil:
+		// The client went away (or gave up) while waiting: no fault of
+		// the server's; still pending (see Handle).
+		return flow, nil
 	}
 	return f, err
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -38,11 +39,12 @@ type stepEnv struct {
 
 	mu     sync.Mutex
 	rounds []mcpserver.Round
+	seen   chan mcpserver.Round // every round, as observed
 }
 
 func newStepEnv(t *testing.T, wait time.Duration) *stepEnv {
 	t.Helper()
-	e := &stepEnv{harness: newHarness(t)}
+	e := &stepEnv{harness: newHarness(t), seen: make(chan mcpserver.Round, 100)}
 	sealer, err := reqstate.New([]reqstate.Key{reqstate.NewKey("k")}, &reqstate.Options{Now: e.clock.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -54,6 +56,7 @@ func newStepEnv(t *testing.T, wait time.Duration) *stepEnv {
 			e.mu.Lock()
 			e.rounds = append(e.rounds, *r)
 			e.mu.Unlock()
+			e.seen <- *r
 		},
 	})
 	e.step = &connect.Step{Flows: e.svc, Purpose: "billing_key", Name: "your billing account", Wait: wait}
@@ -312,6 +315,25 @@ func TestStepDeclineAndCancelAreFinal(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A client that goes away while its retry is held leaves the step
+// pending: no fault, and the page can still be finished.
+func TestStepClientGoesAway(t *testing.T) {
+	e := newStepEnv(t, time.Hour)
+	ctx, cancel := context.WithCancel(t.Context())
+	c := e.client(accepting, func(mcpclient.Progress) { cancel() }) // gone at the first keep-alive
+	ir := e.first(c)
+	if r := <-e.seen; r.Outcome != mcpserver.OutcomeInputRequired {
+		t.Fatalf("first round %q", r.Outcome)
+	}
+	if _, _, err := c.CallToolOnce(ctx, stepTool, nil, ir.Retry(map[string]any{"billing_key": &mcp.ElicitResult{Action: mcp.ActionAccept}})); !errors.Is(err, context.Canceled) {
+		t.Fatalf("held retry: %v", err)
+	}
+	if r := <-e.seen; r.Outcome != mcpserver.OutcomePending || r.Code != 0 {
+		t.Fatalf("the abandoned retry was reported as %q (code %d), want pending", r.Outcome, r.Code)
+	}
+	e.finishPage("alice", elicitParams(t, ir).URL)
 }
 
 // A decline from another retry ends a retry that is waiting for the page.
