@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -15,12 +16,14 @@ import (
 // and then finds the flow expired, or got it first and this changes
 // nothing.
 func (s *Store) CloseFlow(ctx context.Context, flowID, principal string, now time.Time) error {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	tag, err := s.pool.Exec(ctx,
 		`UPDATE flows SET expires_at = LEAST(expires_at, $1)
 		 WHERE id = $2 AND principal = $3 AND status = 'pending'`,
 		toNanos(now), flowID, principal)
 	if err != nil {
-		return pgErrorf("postgres: close flow: %w", err)
+		return s.errorf("postgres: close flow: %w", err)
 	}
 	if tag.RowsAffected() == 1 {
 		return nil
@@ -31,7 +34,7 @@ func (s *Store) CloseFlow(ctx context.Context, flowID, principal string, now tim
 		return store.ErrNotFound
 	}
 	if err != nil {
-		return pgErrorf("postgres: close flow: %w", err)
+		return s.errorf("postgres: close flow: %w", err)
 	}
-	return pgErrorf("postgres: flow is %s: %w", status, store.ErrConflict)
+	return fmt.Errorf("postgres: flow is %s: %w", status, store.ErrConflict)
 }

@@ -21,8 +21,10 @@ var _ store.FlowNotifier = (*Store)(nil)
 // with a WatchFlow open on this database gets the notice when the
 // statement commits.
 func (s *Store) NotifyFlow(ctx context.Context, id string) error {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, flowChannel, id); err != nil {
-		return pgErrorf("postgres: notify flow: %w", err)
+		return s.errorf("postgres: notify flow: %w", err)
 	}
 	return nil
 }
@@ -34,7 +36,11 @@ func (s *Store) NotifyFlow(ctx context.Context, id string) error {
 // every open watch gets a notice (its waiter reads the flow again) and the
 // next WatchFlow connects anew.
 func (s *Store) WatchFlow(ctx context.Context, id string) (<-chan struct{}, func(), error) {
-	return s.flows.watch(ctx, s.pool.Config().ConnConfig, id)
+	ch, stop, err := s.flows.watch(ctx, s.pool.Config().ConnConfig, id)
+	if err != nil {
+		return nil, nil, s.errorf("postgres: listen for flow changes: %w", err)
+	}
+	return ch, stop, nil
 }
 
 // flowHub fans the notices of one LISTEN connection out to the watches.
@@ -99,7 +105,7 @@ func (h *flowHub) watch(ctx context.Context, cfg *pgx.ConnConfig, id string) (<-
 	}
 	if l.err != nil {
 		stop()
-		return nil, nil, pgErrorf("postgres: listen for flow changes: %w", l.err)
+		return nil, nil, l.err
 	}
 	return ch, stop, nil
 }

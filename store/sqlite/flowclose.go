@@ -14,15 +14,17 @@ import (
 // UPDATE is the guard: a flow completed first is left alone, and a
 // completion that comes second finds it expired.
 func (s *Store) CloseFlow(ctx context.Context, flowID, principal string, now time.Time) error {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	res, err := s.db.ExecContext(ctx,
 		`UPDATE flows SET expires_at = MIN(expires_at, ?)
 		 WHERE id = ? AND principal = ? AND status = 'pending'`,
 		toNanos(now), flowID, principal)
 	if err != nil {
-		return fmt.Errorf("sqlite: close flow: %w", err)
+		return s.errorf("sqlite: close flow: %w", err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("sqlite: close flow: %w", err)
+		return s.errorf("sqlite: close flow: %w", err)
 	} else if n == 1 {
 		return nil
 	}
@@ -32,7 +34,7 @@ func (s *Store) CloseFlow(ctx context.Context, flowID, principal string, now tim
 		return store.ErrNotFound
 	}
 	if err != nil {
-		return fmt.Errorf("sqlite: close flow: %w", err)
+		return s.errorf("sqlite: close flow: %w", err)
 	}
 	return fmt.Errorf("sqlite: flow is %s: %w", status, store.ErrConflict)
 }
