@@ -60,8 +60,11 @@ func TestOAuthAttemptsCappedAndSwept(t *testing.T) {
 		t.Fatalf("%d capped audit lines, want %d", n, 300-maxAttempts)
 	}
 
-	// The attempts expire, and the cap frees: one more attempt works.
+	// The attempts expire, and the cap frees: one more attempt works. The
+	// flow expired with them (a flow lives as long as the state, 10
+	// minutes), so it is on a new flow's page.
 	e.advance(connect.AttemptTTL)
+	link = c.link(c.call(2, "mallory", calendar.ToolName, ""))
 	if status, _, _ := b.post(link, form); status != http.StatusSeeOther {
 		t.Fatalf("POST after the attempts expired: %d", status)
 	}
@@ -73,8 +76,8 @@ func TestOAuthAttemptsCappedAndSwept(t *testing.T) {
 	// operations that wrote them stay for --retain-operations.
 	e.advance(2 * time.Hour)
 	res, err := e.app.sweeper.sweep(t.Context())
-	if err != nil || res.Records[connect.AttemptKind] != maxAttempts+1 || res.Flows != 1 || res.Operations != 0 {
-		t.Fatalf("sweep after 2h: %+v, %v; want %d attempts and the flow", res, err, maxAttempts+1)
+	if err != nil || res.Records[connect.AttemptKind] != maxAttempts+1 || res.Flows != 2 || res.Operations != 0 {
+		t.Fatalf("sweep after 2h: %+v, %v; want %d attempts and the two flows", res, err, maxAttempts+1)
 	}
 	if n := attempts(); n != 0 {
 		t.Fatalf("%d attempts left", n)
@@ -86,7 +89,7 @@ func TestOAuthAttemptsCappedAndSwept(t *testing.T) {
 	if _, _, m := c.browser().get(e.url + "/metrics"); true {
 		for _, want := range []string{
 			`elicitd_swept_rows_total{kind="oauth_attempt"} 21`, `elicitd_swept_rows_total{kind="operations"} 21`,
-			`elicitd_swept_rows_total{kind="flows"} 1`, `elicitd_swept_rows_total{kind="report_draft"} 0`,
+			`elicitd_swept_rows_total{kind="flows"} 2`, `elicitd_swept_rows_total{kind="report_draft"} 0`,
 		} {
 			if !strings.Contains(m, want+"\n") {
 				t.Errorf("/metrics lacks %s:\n%s", want, grepLines(m, "elicitd_swept"))
@@ -94,7 +97,7 @@ func TestOAuthAttemptsCappedAndSwept(t *testing.T) {
 		}
 	}
 	logs := e.logs.String()
-	if !strings.Contains(logs, `msg="swept the store" flows=1 oauth_attempt=21`) || !strings.Contains(logs, `msg="swept the store" sessions=1 operations=21`) {
+	if !strings.Contains(logs, `msg="swept the store" flows=2 oauth_attempt=21`) || !strings.Contains(logs, `msg="swept the store" sessions=1 operations=21`) {
 		t.Fatalf("sweeps not logged:\n%s", grepLines(logs, "time="))
 	}
 }
