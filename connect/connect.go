@@ -29,7 +29,6 @@ package connect
 
 import (
 	"context"
-	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
@@ -44,6 +43,7 @@ import (
 	"time"
 
 	"github.com/mcp-elicit/elicit/auth"
+	"github.com/mcp-elicit/elicit/internal/aead"
 	"github.com/mcp-elicit/elicit/reqstate"
 	"github.com/mcp-elicit/elicit/store"
 )
@@ -100,7 +100,7 @@ type Options struct {
 	// Store persists flows, sealed secrets and sessions. Required.
 	Store store.Store
 	// MasterKey is the 32-byte AES-256-GCM vault key (see
-	// LoadOrCreateMasterKey). Required; New keeps a copy.
+	// LoadOrCreateMasterKey). Required; New keeps no reference to it.
 	MasterKey []byte
 	// BaseURL is the public origin the pages are served at, e.g.
 	// "http://127.0.0.1:3000": http or https, no path (the handler answers
@@ -178,7 +178,7 @@ type IdentityMismatch struct {
 // holds the vault. It is safe for concurrent use.
 type Service struct {
 	store      store.Store
-	aead       cipher.AEAD
+	aead       *aead.AEAD
 	baseURL    string
 	secure     bool // cookies are Secure and HostPrefix-named
 	log        *slog.Logger

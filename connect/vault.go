@@ -1,14 +1,14 @@
 package connect
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
+
+	"github.com/mcp-elicit/elicit/internal/aead"
 )
 
 // MasterKeyFile is the name of the vault key file inside the data directory.
@@ -19,15 +19,11 @@ const masterKeyLen = 32
 
 var errDecrypt = errors.New("connect: stored secret does not decrypt (wrong master key or tampered data)")
 
-func newAEAD(key []byte) (cipher.AEAD, error) {
-	if len(key) != masterKeyLen {
-		return nil, fmt.Errorf("connect: master key must be %d bytes, got %d", masterKeyLen, len(key))
+func newAEAD(key []byte) (*aead.AEAD, error) {
+	if len(key) != aead.KeySize {
+		return nil, fmt.Errorf("connect: master key must be %d bytes, got %d", aead.KeySize, len(key))
 	}
-	block, err := aes.NewCipher(append([]byte(nil), key...))
-	if err != nil {
-		return nil, fmt.Errorf("connect: %w", err)
-	}
-	return cipher.NewGCM(block)
+	return aead.New(key)
 }
 
 // aad binds a sealed secret to its owner and name, so a blob copied to
@@ -46,24 +42,17 @@ func (s *Service) open(principal, name string, blob []byte) ([]byte, error) {
 	return s.openWith(aad(principal, name), blob)
 }
 
-// sealWith encrypts plaintext with AES-256-GCM under a fresh random nonce,
-// bound to the additional data ad, and returns nonce||ciphertext.
+// sealWith encrypts plaintext with AES-256-GCM (internal/aead) bound to
+// the additional data ad, and returns nonce||ciphertext. It cannot fail
+// today; the error keeps its callers ready for a sealing that can.
 func (s *Service) sealWith(ad, plaintext []byte) ([]byte, error) {
-	nonce, err := randomBytes(s.aead.NonceSize())
-	if err != nil {
-		return nil, err
-	}
-	return s.aead.Seal(nonce, nonce, plaintext, ad), nil
+	return s.aead.Seal(nil, plaintext, ad), nil
 }
 
 // openWith reverses sealWith; any malformed or foreign blob gives
 // errDecrypt.
 func (s *Service) openWith(ad, blob []byte) ([]byte, error) {
-	n := s.aead.NonceSize()
-	if len(blob) < n+s.aead.Overhead() {
-		return nil, errDecrypt
-	}
-	pt, err := s.aead.Open(nil, blob[:n], blob[n:], ad)
+	pt, err := s.aead.Open(blob, ad)
 	if err != nil {
 		return nil, errDecrypt
 	}

@@ -19,8 +19,6 @@ package reqstate
 
 import (
 	"bytes"
-	"crypto/aes"
-	"crypto/cipher"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -31,6 +29,8 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcp-elicit/elicit/internal/aead"
 )
 
 // DefaultTTL is how long a sealed state stays valid unless Options say otherwise.
@@ -40,9 +40,8 @@ const DefaultTTL = 10 * time.Minute
 const MaxTokenLen = 16 << 10
 
 const (
-	version   = 1
-	nonceSize = 12
-	keySize   = 32
+	version = 1
+	keySize = aead.KeySize
 )
 
 // ErrInvalid is the one error a client may learn about a bad requestState.
@@ -107,7 +106,7 @@ type keyRing struct {
 type keyEntry struct {
 	id     string
 	header []byte
-	aead   cipher.AEAD
+	aead   *aead.AEAD
 }
 
 // New returns a Sealer that seals with keys[0] and opens with any of keys.
@@ -151,15 +150,11 @@ func (s *Sealer) SetKeys(keys []Key) error {
 		if _, dup := r.open[k.ID]; dup {
 			return fmt.Errorf("reqstate: key id %q repeated", k.ID)
 		}
-		block, err := aes.NewCipher(k.Secret)
+		a, err := aead.New(k.Secret)
 		if err != nil {
 			return fmt.Errorf("reqstate: key %q: %w", k.ID, err)
 		}
-		aead, err := cipher.NewGCM(block)
-		if err != nil {
-			return fmt.Errorf("reqstate: key %q: %w", k.ID, err)
-		}
-		e := &keyEntry{id: k.ID, aead: aead, header: append([]byte{version, byte(len(k.ID))}, k.ID...)}
+		e := &keyEntry{id: k.ID, aead: a, header: append([]byte{version, byte(len(k.ID))}, k.ID...)}
 		r.open[k.ID] = e
 		if i == 0 {
 			r.seal = e
@@ -226,12 +221,6 @@ func (s *Sealer) Seal(c *Claims) (string, error) {
 	}
 	k := s.keys.Load().seal
 	plainLen := 2 + len(c.Principal) + 2 + len(c.Method) + 2 + len(c.Name) + 32 + 16 + 4 + 8 + 8 + len(c.Payload)
-	raw := make([]byte, 0, len(k.header)+nonceSize+plainLen+k.aead.Overhead())
-	raw = append(raw, k.header...)
-	raw = raw[:len(raw)+nonceSize]
-	if _, err := rand.Read(raw[len(k.header):]); err != nil {
-		return "", fmt.Errorf("reqstate: nonce: %w", err)
-	}
 	plain := make([]byte, 0, plainLen)
 	plain = appendString(plain, c.Principal)
 	plain = appendString(plain, c.Method)
@@ -242,8 +231,8 @@ func (s *Sealer) Seal(c *Claims) (string, error) {
 	plain = binary.BigEndian.AppendUint64(plain, uint64(c.IssuedAt.Unix()))
 	plain = binary.BigEndian.AppendUint64(plain, uint64(c.ExpiresAt.Unix()))
 	plain = append(plain, c.Payload...)
-	nonce := raw[len(k.header) : len(k.header)+nonceSize]
-	raw = k.aead.Seal(raw, nonce, plain, k.header)
+	raw := make([]byte, 0, len(k.header)+plainLen+aead.Overhead)
+	raw = k.aead.Seal(append(raw, k.header...), plain, k.header)
 	if len(raw)*4/3+4 > MaxTokenLen {
 		return "", errors.New("reqstate: payload too large")
 	}
@@ -266,15 +255,14 @@ func (s *Sealer) Open(token string, b Binding) (*Claims, error) {
 	}
 	idLen := int(raw[1])
 	hdrLen := 2 + idLen
-	if idLen == 0 || len(raw) < hdrLen+nonceSize+16 {
+	if idLen == 0 || len(raw) < hdrLen+aead.Overhead {
 		return nil, &Error{ReasonMalformed}
 	}
 	k, ok := s.keys.Load().open[string(raw[2:hdrLen])]
 	if !ok {
 		return nil, &Error{ReasonUnknownKey}
 	}
-	nonce := raw[hdrLen : hdrLen+nonceSize]
-	plain, err := k.aead.Open(nil, nonce, raw[hdrLen+nonceSize:], raw[:hdrLen])
+	plain, err := k.aead.Open(raw[hdrLen:], raw[:hdrLen])
 	if err != nil {
 		return nil, &Error{ReasonTampered}
 	}
