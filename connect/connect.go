@@ -100,7 +100,8 @@ type Options struct {
 	// Store persists flows, sealed secrets and sessions. Required.
 	Store store.Store
 	// MasterKey is the 32-byte AES-256-GCM vault key (see
-	// LoadOrCreateMasterKey). Required; New keeps no reference to it.
+	// keyring.LoadOrCreateMasterKey in reqstate/keyring). Required; New
+	// keeps no reference to it.
 	MasterKey []byte
 	// BaseURL is the public origin the pages are served at, e.g.
 	// "http://127.0.0.1:3000": http or https, no path (the handler answers

@@ -15,13 +15,13 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcp-elicit/elicit/connect"
+	"github.com/mcp-elicit/elicit/reqstate/keyring"
 	"github.com/mcp-elicit/elicit/store"
 	"github.com/mcp-elicit/elicit/store/sqlite"
 )
@@ -141,7 +141,7 @@ func newHarnessWith(t *testing.T, configure func(*connect.Options)) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	key, err := connect.LoadOrCreateMasterKey(filepath.Join(dir, "data"))
+	key, err := keyring.LoadOrCreateMasterKey(filepath.Join(dir, "data"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1134,82 +1134,11 @@ func TestSecretBoundToOwner(t *testing.T) {
 	}
 }
 
-func TestMasterKey(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data", "nested")
-	k1, err := connect.LoadOrCreateMasterKey(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(k1) != 32 {
-		t.Fatalf("key is %d bytes", len(k1))
-	}
-	if bytes.Equal(k1, make([]byte, 32)) {
-		t.Fatal("key is all zeros")
-	}
-	path := filepath.Join(dir, connect.MasterKeyFile)
-	if runtime.GOOS != "windows" {
-		for p, want := range map[string]os.FileMode{dir: 0o700, path: 0o600} {
-			fi, err := os.Stat(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := fi.Mode().Perm(); got != want {
-				t.Errorf("%s mode = %v, want %v", p, got, want)
-			}
-		}
-	}
-	k2, err := connect.LoadOrCreateMasterKey(dir)
-	if err != nil || !bytes.Equal(k1, k2) {
-		t.Fatalf("reload = %x, %v; want the same key", k2, err)
-	}
-	other, err := connect.LoadOrCreateMasterKey(filepath.Join(t.TempDir(), "other"))
-	if err != nil || bytes.Equal(other, k1) {
-		t.Fatalf("second data dir gave %x, %v; want a different key", other, err)
-	}
-
-	if _, err := connect.LoadOrCreateMasterKey(""); err == nil {
-		t.Error("empty dataDir accepted")
-	}
-
-	bad := func(name string, setup func(dir, path string)) {
-		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			path := filepath.Join(dir, connect.MasterKeyFile)
-			setup(dir, path)
-			if k, err := connect.LoadOrCreateMasterKey(dir); err == nil {
-				t.Fatalf("accepted (key %x)", k)
-			}
-		})
-	}
-	if runtime.GOOS != "windows" {
-		bad("group readable", func(_, p string) { writeFile(t, p, make([]byte, 32), 0o640) })
-		bad("world readable", func(_, p string) { writeFile(t, p, make([]byte, 32), 0o604) })
-	}
-	bad("too short", func(_, p string) { writeFile(t, p, make([]byte, 31), 0o600) })
-	bad("too long", func(_, p string) { writeFile(t, p, make([]byte, 33), 0o600) })
-	bad("empty", func(_, p string) { writeFile(t, p, nil, 0o600) })
-	bad("directory", func(_, p string) {
-		if err := os.Mkdir(p, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	})
-}
-
-func writeFile(t *testing.T, path string, b []byte, mode os.FileMode) {
-	t.Helper()
-	if err := os.WriteFile(path, b, mode); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(path, mode); err != nil { // umask-proof
-		t.Fatal(err)
-	}
-}
-
 func TestRestartKeepsSecretsReadable(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	open := func() (*connect.Service, *sqlite.Store) {
-		key, err := connect.LoadOrCreateMasterKey(dir)
+		key, err := keyring.LoadOrCreateMasterKey(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1326,7 +1255,7 @@ func exampleStore() (store.Store, []byte, func()) {
 	if err != nil {
 		panic(err)
 	}
-	key, err := connect.LoadOrCreateMasterKey(dir)
+	key, err := keyring.LoadOrCreateMasterKey(dir)
 	if err != nil {
 		panic(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
 	"github.com/mcp-elicit/elicit/reqstate"
+	"github.com/mcp-elicit/elicit/reqstate/keyring"
 	"github.com/mcp-elicit/elicit/store/sqlite"
 	"github.com/mcp-elicit/elicit/streamhttp"
 )
@@ -47,7 +48,7 @@ func newServerWith(t *testing.T, authn func(base string) (auth.Authenticator, ma
 	authenticator, routes := authn(base)
 	dir := t.TempDir()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	master, err := connect.LoadOrCreateMasterKey(dir)
+	master, err := keyring.LoadOrCreateMasterKey(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,12 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/hkdf"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -20,43 +14,26 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/mcp-elicit/elicit/connect"
 	"github.com/mcp-elicit/elicit/reqstate"
+	"github.com/mcp-elicit/elicit/reqstate/keyring"
 	"github.com/mcp-elicit/elicit/store"
 	"github.com/mcp-elicit/elicit/store/postgres"
 	"github.com/mcp-elicit/elicit/store/sqlite"
 )
 
-// The requestState key ring lives in the store (store.KeyRing), each
-// secret sealed under a key derived from the master key, so that every
-// instance sharing the store and ELICIT_MASTER_KEY sees the same ring.
-// Each key carries the time it starts to seal, set by "elicitd keys
-// rotate" to now + --activate-after: which key seals is a function of the
-// stored ring and the clock only (store.SealingKey), so every instance
-// and the keys command agree whatever their --state-keys-refresh.
-// Instances re-read the ring every --state-keys-refresh; --activate-after
-// must exceed every instance's refresh, so that each one holds a key
-// before any instance seals with it.
-//
-// Without stored keys the ring is one key, id k1, derived from the master
-// key; the first rotation stores that key as k1 too (sealing from then),
-// so states it sealed still open until k1 is retired. ELICIT_STATE_KEYS,
-// when set, overrides all of this (no store ring, no refresh).
-
-// derivedKeyID names the key derived from the master key.
-const derivedKeyID = "k1"
+// The requestState key ring lives in the store, kept by reqstate/keyring
+// (its package doc tells how keys are sealed, which key seals when, and
+// why --activate-after must exceed every instance's --state-keys-refresh).
+// stateKeys adds what is elicitd's own: ELICIT_STATE_KEYS, which when set
+// overrides the store's ring (no refresh), the refresh loop, readiness,
+// and the operator's wording of every refusal.
 
 // stateKeys resolves and refreshes the requestState key ring.
 type stateKeys struct {
-	ring     store.KeyRing
-	master   []byte
-	wrap     cipher.AEAD
-	override []reqstate.Key // ELICIT_STATE_KEYS; nil = the store's ring
-	now      func() time.Time
+	ring     store.KeyRing          // the store (readiness pings it)
+	keys     *keyring.Ring          // nil when ring is
+	override []reqstate.Key         // ELICIT_STATE_KEYS; nil = the store's ring
 	lastErr  atomic.Pointer[string] // the last load's failure, "" when it worked
-	// verified is set by verifyMaster: the master key matches the
-	// store's check, so a stored key that does not open is garbage.
-	verified bool
 }
 
 func newStateKeys(cfg *config, ring store.KeyRing, master []byte, now func() time.Time) (*stateKeys, error) {
@@ -64,68 +41,22 @@ func newStateKeys(cfg *config, ring store.KeyRing, master []byte, now func() tim
 	if err != nil {
 		return nil, err
 	}
-	wrapKey, err := hkdf.Key(sha256.New, master, nil, "elicit state-key wrap v1", 32)
-	if err != nil {
-		return nil, err
+	k := &stateKeys{ring: ring, override: override}
+	if ring != nil {
+		if k.keys, err = keyring.New(ring, master, &keyring.Options{Now: now}); err != nil {
+			return nil, err
+		}
 	}
-	block, err := aes.NewCipher(wrapKey)
-	if err != nil {
-		return nil, err
-	}
-	wrap, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, err
-	}
-	k := &stateKeys{ring: ring, master: master, wrap: wrap, override: override, now: now}
 	ok := ""
 	k.lastErr.Store(&ok)
 	return k, nil
-}
-
-// seal encrypts a key's secret for the store; the id is bound as AAD, so a
-// sealed secret copied to another id does not open.
-func (k *stateKeys) seal(id string, secret []byte) ([]byte, error) {
-	nonce := make([]byte, k.wrap.NonceSize())
-	if _, err := rand.Read(nonce); err != nil {
-		return nil, err
-	}
-	return k.wrap.Seal(nonce, nonce, secret, []byte("elicit state key "+id)), nil
-}
-
-func (k *stateKeys) open(sk *store.StateKey) ([]byte, error) {
-	n := k.wrap.NonceSize()
-	if len(sk.Sealed) < n {
-		return nil, fmt.Errorf("state key %q: sealed secret too short", sk.ID)
-	}
-	secret, err := k.wrap.Open(nil, sk.Sealed[:n], sk.Sealed[n:], []byte("elicit state key "+sk.ID))
-	if err != nil {
-		return nil, fmt.Errorf("state key %q does not open with this master key (another ELICIT_MASTER_KEY?)", sk.ID)
-	}
-	return secret, nil
-}
-
-func (k *stateKeys) derived() (reqstate.Key, error) {
-	secret, err := hkdf.Key(sha256.New, k.master, nil, "elicit requestState v1", 32)
-	return reqstate.Key{ID: derivedKeyID, Secret: secret}, err
-}
-
-// unopened returns the ids of the stored keys that do not open under this
-// master key, in ring order.
-func (k *stateKeys) unopened(stored []*store.StateKey) []string {
-	var bad []string
-	for _, sk := range stored {
-		if _, err := k.open(sk); err != nil {
-			bad = append(bad, sk.ID)
-		}
-	}
-	return bad
 }
 
 // errUnopened is the keys command's refusal when some stored keys do not
 // open: they were sealed under another master key, or (when the store has
 // no check to verify it) this master key is not the instances'.
 func (k *stateKeys) errUnopened(ids []string) error {
-	if k.verified {
+	if k.keys.Verified() {
 		return fmt.Errorf("state keys %s do not open with this master key, which matches the store's check: no instance can use them; remove each with elicitd keys retire ID. Nothing was changed",
 			strings.Join(ids, ", "))
 	}
@@ -133,31 +64,60 @@ func (k *stateKeys) errUnopened(ids []string) error {
 		strings.Join(ids, ", "), masterKeyEnv)
 }
 
+// operatorError words the keyring's refusals for the operator; other
+// errors pass unchanged.
+func (k *stateKeys) operatorError(err error) error {
+	var (
+		oe *keyring.OpenError
+		ue *keyring.UnopenedError
+		re *keyring.RetireError
+	)
+	switch {
+	case errors.As(err, &oe) && oe.Short:
+		return fmt.Errorf("state key %q: sealed secret too short", oe.ID)
+	case errors.As(err, &oe):
+		return fmt.Errorf("state key %q does not open with this master key (another %s?)", oe.ID, masterKeyEnv)
+	case errors.As(err, &ue):
+		return k.errUnopened(ue.IDs)
+	case errors.As(err, &re):
+		return retireError(re)
+	case errors.Is(err, keyring.ErrWrongMasterKey):
+		return errWrongMasterKey
+	}
+	return err
+}
+
+// retireError words a refused retire.
+func retireError(e *keyring.RetireError) error {
+	id := e.ID
+	switch e.Reason {
+	case keyring.RetireUnverified:
+		return fmt.Errorf("key %q does not open with this master key, and this store has no master-key check yet to tell whether %s is the right one: if it is, pass --force to remove the key", id, masterKeyEnv)
+	case keyring.RetireDerived:
+		return fmt.Errorf("key %s is derived from the master key and not stored: there is nothing to retire before a rotation (elicitd keys rotate)", id)
+	case keyring.RetireUnknown:
+		return fmt.Errorf("no key %q in the store's ring (see elicitd keys list)", id)
+	case keyring.RetireSealing:
+		return fmt.Errorf("key %q seals requestState now; rotate first, and retire it once the new key seals", id)
+	case keyring.RetirePending:
+		return fmt.Errorf("key %q is still to activate (it seals from %s): instances already holding it would start sealing with it; retire it once a newer key seals",
+			id, e.At.UTC().Format(time.RFC3339))
+	case keyring.RetireStatesValid:
+		return fmt.Errorf("key %q sealed requestStates until less than %v ago, and they stay valid until %s: retire it then, or pass --force to refuse them now",
+			id, reqstate.DefaultTTL, e.At.UTC().Format(time.RFC3339))
+	case keyring.RetireChanged:
+		return fmt.Errorf("key %q seals now or is still to activate (the ring changed meanwhile); see elicitd keys list", id)
+	}
+	return e
+}
+
 // load returns the ring to use now, the sealing key first.
 func (k *stateKeys) load(ctx context.Context) ([]reqstate.Key, error) {
 	if k.override != nil {
 		return k.override, nil
 	}
-	stored, err := k.ring.StateKeys(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if len(stored) == 0 {
-		d, err := k.derived()
-		return []reqstate.Key{d}, err
-	}
-	keys := make([]reqstate.Key, 0, len(stored))
-	for _, sk := range stored {
-		secret, err := k.open(sk)
-		if err != nil {
-			return nil, err
-		}
-		keys = append(keys, reqstate.Key{ID: sk.ID, Secret: secret})
-	}
-	if i := store.SealingKey(stored, k.now()); i > 0 {
-		keys[0], keys[i] = keys[i], keys[0]
-	}
-	return keys, nil
+	keys, err := k.keys.Load(ctx)
+	return keys, k.operatorError(err)
 }
 
 // refresh loads the ring into sealer; a failure keeps the current ring
@@ -190,138 +150,22 @@ func (k *stateKeys) refreshLoop(ctx context.Context, sealer *reqstate.Sealer, in
 	})
 }
 
-// newKeyID returns a fresh key id: the UTC time and 4 random hex digits.
-func newKeyID(now time.Time) string {
-	b := make([]byte, 2)
-	_, _ = rand.Read(b)
-	return "k" + now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b)
-}
-
-// rotate adds a new key that seals from now + activateAfter. On a ring
-// still using the derived key, that key is stored first as k1, sealing
-// from now. It refuses, writing nothing, when a stored key does not open.
-// It also returns the keys that were still pending (activating after now)
-// when it added the new one.
+// rotate is keyring.Ring.Rotate, its refusals worded for the operator.
 func (k *stateKeys) rotate(ctx context.Context, activateAfter time.Duration) (*store.StateKey, []*store.StateKey, error) {
-	now := k.now()
-	stored, err := k.ring.StateKeys(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	if bad := k.unopened(stored); len(bad) > 0 {
-		return nil, nil, k.errUnopened(bad)
-	}
-	if len(stored) == 0 {
-		d, err := k.derived()
-		if err != nil {
-			return nil, nil, err
-		}
-		sealed, err := k.seal(d.ID, d.Secret)
-		if err != nil {
-			return nil, nil, err
-		}
-		if err := k.ring.AddStateKey(ctx, &store.StateKey{ID: d.ID, Sealed: sealed, CreatedAt: now}); err != nil && !errors.Is(err, store.ErrConflict) {
-			return nil, nil, err
-		}
-	}
-	nk := reqstate.NewKey(newKeyID(now))
-	sealed, err := k.seal(nk.ID, nk.Secret)
-	if err != nil {
-		return nil, nil, err
-	}
-	sk := &store.StateKey{ID: nk.ID, Sealed: sealed, CreatedAt: now, ActivatesAt: now.Add(activateAfter)}
-	if err := k.ring.AddStateKey(ctx, sk); err != nil {
-		return nil, nil, err
-	}
-	var pending []*store.StateKey
-	for _, old := range stored {
-		if old.Activation().After(now) {
-			pending = append(pending, old)
-		}
-	}
-	return sk, pending, nil
+	added, pending, err := k.keys.Rotate(ctx, activateAfter)
+	return added, pending, k.operatorError(err)
 }
 
-// retire removes a key that neither seals now nor is still to activate,
-// and returns a note for the operator. A pending key is refused too:
-// instances that read it before the retirement would start sealing with
-// it at its activation time (until their next refresh), and instances
-// that no longer hold it would refuse those states. So is a key that
-// stopped sealing less than the states' lifetime ago (reqstate.DefaultTTL)
-// unless force: states it sealed are still valid.
-//
-// A key that does not open under the master key is removed whatever its
-// role, since no instance can use it (the repair of a rotation made under
-// another master key), provided the master key matches the store's check
-// value (k.verified) or force.
+// retire is keyring.Ring.Retire, returning a note for the operator.
 func (k *stateKeys) retire(ctx context.Context, id string, force bool) (string, error) {
-	stored, err := k.ring.StateKeys(ctx)
-	if err != nil {
-		return "", err
-	}
-	bad := k.unopened(stored)
-	if slices.Contains(bad, id) {
-		if !k.verified && !force {
-			return "", fmt.Errorf("key %q does not open with this master key, and this store has no master-key check yet to tell whether %s is the right one: if it is, pass --force to remove the key", id, masterKeyEnv)
-		}
-		if err := k.ring.RemoveStateKey(ctx, id); err != nil {
-			return "", err
-		}
+	removed, err := k.keys.Retire(ctx, id, force)
+	switch {
+	case err != nil:
+		return "", k.operatorError(err)
+	case removed:
 		return fmt.Sprintf("removed %s: it does not open with this master key, so no instance could use it", id), nil
 	}
-	if len(bad) > 0 {
-		return "", k.errUnopened(bad)
-	}
-	now := k.now()
-	i := slices.IndexFunc(stored, func(sk *store.StateKey) bool { return sk.ID == id })
-	switch {
-	case i < 0 && len(stored) == 0 && id == derivedKeyID:
-		return "", fmt.Errorf("key %s is derived from the master key and not stored: there is nothing to retire before a rotation (elicitd keys rotate)", id)
-	case i < 0:
-		return "", fmt.Errorf("no key %q in the store's ring (see elicitd keys list)", id)
-	case i == store.SealingKey(stored, now):
-		return "", fmt.Errorf("key %q seals requestState now; rotate first, and retire it once the new key seals", id)
-	case stored[i].Activation().After(now):
-		return "", fmt.Errorf("key %q is still to activate (it seals from %s): instances already holding it would start sealing with it; retire it once a newer key seals",
-			id, stored[i].Activation().UTC().Format(time.RFC3339))
-	}
-	if until := stoppedSealing(stored, i, now).Add(reqstate.DefaultTTL); neverSealed(stored, i) {
-		// A newer key activated no later than this one: no state was
-		// sealed with it, so none becomes invalid.
-	} else if now.Before(until) && !force {
-		return "", fmt.Errorf("key %q sealed requestStates until less than %v ago, and they stay valid until %s: retire it then, or pass --force to refuse them now",
-			id, reqstate.DefaultTTL, until.UTC().Format(time.RFC3339))
-	}
-	if err := k.ring.RetireStateKey(ctx, id, now); errors.Is(err, store.ErrConflict) {
-		return "", fmt.Errorf("key %q seals now or is still to activate (the ring changed meanwhile); see elicitd keys list", id)
-	} else if err != nil {
-		return "", err
-	}
 	return fmt.Sprintf("retired %s; requestStates it sealed are now refused as invalid (clients start those requests again)", id), nil
-}
-
-// stoppedSealing returns when stored[i] stopped sealing: the earliest
-// activation, not after now, of a newer key.
-func stoppedSealing(stored []*store.StateKey, i int, now time.Time) time.Time {
-	var t time.Time
-	for _, sk := range stored[:i] {
-		if a := sk.Activation(); !a.After(now) && (t.IsZero() || a.Before(t)) {
-			t = a
-		}
-	}
-	return t
-}
-
-// neverSealed reports whether stored[i] never sealed: it is not the
-// oldest key (which seals while no key is active) and a newer key
-// activates no later than it does, so no instance ever sealed with it
-// (instances hold the newer key before its activation; see rotate).
-func neverSealed(stored []*store.StateKey, i int) bool {
-	if i == len(stored)-1 {
-		return false
-	}
-	a := stored[i].Activation()
-	return slices.ContainsFunc(stored[:i], func(sk *store.StateKey) bool { return !sk.Activation().After(a) })
 }
 
 // pendingNote describes, for rotate's operator, what adding nk does to a
@@ -334,33 +178,34 @@ func pendingNote(pending, nk *store.StateKey) string {
 	return fmt.Sprintf("key %s is still pending (seals from %s): it seals only until %s activates", pending.ID, from, nk.ID)
 }
 
+// roleText is list's ROLE column.
+var roleText = map[keyring.Role]string{
+	keyring.RoleSeals:    "seals",
+	keyring.RoleOpens:    "opens",
+	keyring.RolePending:  "opens; pending (seals from its activation)",
+	keyring.RoleUnopened: "DOES NOT OPEN with this master key",
+}
+
 // list writes the ring as a table: id, created, seals from, role. Never a
 // secret. A key that does not open under this master key is marked, and
 // makes list fail after writing the table.
 func (k *stateKeys) list(ctx context.Context, w io.Writer) error {
-	stored, err := k.ring.StateKeys(ctx)
+	infos, err := k.keys.Keys(ctx)
 	if err != nil {
 		return err
 	}
-	bad := k.unopened(stored)
+	var bad []string
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tCREATED\tSEALS FROM\tROLE")
-	if len(stored) == 0 {
-		fmt.Fprintf(tw, "%s\t-\t-\tseals (derived from the master key; not stored until the first rotation)\n", derivedKeyID)
-	}
-	now := k.now()
-	seal := store.SealingKey(stored, now)
-	for i, sk := range stored {
-		role := "opens"
-		switch {
-		case slices.Contains(bad, sk.ID):
-			role = "DOES NOT OPEN with this master key"
-		case i == seal:
-			role = "seals"
-		case sk.Activation().After(now):
-			role = "opens; pending (seals from its activation)"
+	for _, ki := range infos {
+		if ki.Derived {
+			fmt.Fprintf(tw, "%s\t-\t-\tseals (derived from the master key; not stored until the first rotation)\n", ki.ID)
+			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", sk.ID, sk.CreatedAt.UTC().Format(time.RFC3339), sk.Activation().UTC().Format(time.RFC3339), role)
+		if ki.Role == keyring.RoleUnopened {
+			bad = append(bad, ki.ID)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", ki.ID, ki.CreatedAt.UTC().Format(time.RFC3339), ki.Activation.UTC().Format(time.RFC3339), roleText[ki.Role])
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -478,7 +323,7 @@ func takeKeyID(args []string) (string, []string, error) {
 // ELICIT_MASTER_KEY, --data's master.key must exist.
 func openExisting(cfg *config) ([]byte, store.Store, error) {
 	if cfg.masterKeyB64 == "" {
-		p := filepath.Join(cfg.dataDir, connect.MasterKeyFile)
+		p := filepath.Join(cfg.dataDir, keyring.MasterKeyFile)
 		if _, err := os.Stat(p); err != nil {
 			return nil, nil, fmt.Errorf("no master key: %s is not set and %s cannot be read (%w); pass the instances' --data or set %s",
 				masterKeyEnv, p, err, masterKeyEnv)

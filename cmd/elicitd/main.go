@@ -57,6 +57,7 @@ import (
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
 	"github.com/mcp-elicit/elicit/reqstate"
+	"github.com/mcp-elicit/elicit/reqstate/keyring"
 	"github.com/mcp-elicit/elicit/store"
 	"github.com/mcp-elicit/elicit/streamhttp"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -131,7 +132,12 @@ func isPostgresURL(s string) bool {
 // created in) the data directory.
 func masterKey(cfg *config) ([]byte, error) {
 	if cfg.masterKeyB64 == "" {
-		return connect.LoadOrCreateMasterKey(cfg.dataDir)
+		key, err := keyring.LoadOrCreateMasterKey(cfg.dataDir)
+		if err != nil {
+			// The prefix elicitd has always printed for these errors.
+			return nil, fmt.Errorf("connect: %w", err)
+		}
+		return key, nil
 	}
 	key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cfg.masterKeyB64))
 	if err != nil || len(key) != 32 {

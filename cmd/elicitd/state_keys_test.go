@@ -113,6 +113,10 @@ func TestStoreKeyRingPostgres(t *testing.T) {
 	proxy.force(A)
 	before := e.export(1, "alice", "2026-Q1", "sales", "", metaURL)
 	before.input(t, reports.KeyOptions)
+	derived, err := proxy.apps[A].keys.load(ctx) // k1 alone, from the master key
+	if err != nil || len(derived) != 1 {
+		t.Fatalf("ring before the rotation = %v, %v", derived, err)
+	}
 	// No activation delay: the new key seals as soon as it is read.
 	added, _, err := proxy.apps[A].keys.rotate(ctx, 0)
 	if err != nil {
@@ -135,8 +139,7 @@ func TestStoreKeyRingPostgres(t *testing.T) {
 	e.export(4, "alice", "2026-Q2", "sales", retryWith(reports.KeyOptions, accepted, r.state()), metaURL).wantComplete(t, false, "")
 
 	// A k1 state made before the rotation, opened after k1 is retired.
-	old, _ := proxy.apps[A].keys.derived()
-	oldSealer, _ := reqstate.New([]reqstate.Key{old}, nil)
+	oldSealer, _ := reqstate.New(derived, nil)
 	if _, err := proxy.apps[B].keys.retire(ctx, "k1", true); err != nil {
 		t.Fatal(err)
 	}
