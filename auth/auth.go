@@ -121,7 +121,7 @@ const DemoHelp = "send Authorization: Bearer <your user name>"
 func (d DemoBearer) Authenticate(r *http.Request) (Principal, error) {
 	token, err := BearerToken(r.Header)
 	switch {
-	case errors.Is(err, errNoBearer):
+	case errors.Is(err, ErrNoBearer):
 		return Principal{}, &Error{Status: http.StatusUnauthorized, Challenge: d.Challenge(), Reason: "no bearer token", Help: DemoHelp}
 	case err != nil || !ValidUserName(token):
 		return Principal{}, &Error{Status: http.StatusUnauthorized, Challenge: d.Challenge() + `, error="invalid_token"`,

@@ -3,6 +3,8 @@ package auth
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"strings"
 )
 
 // ProtectedResourceMetadata is the OAuth 2.0 Protected Resource Metadata
@@ -22,21 +24,6 @@ type ProtectedResourceMetadata struct {
 	ResourceName string `json:"resource_name,omitempty"`
 }
 
-// Metadata returns the resource's metadata document, naming Issuer as its
-// only authorization server.
-func (j *JWT) Metadata() ProtectedResourceMetadata {
-	return ProtectedResourceMetadata{
-		Resource:               j.resource,
-		AuthorizationServers:   []string{j.issuer},
-		BearerMethodsSupported: []string{"header"},
-		ScopesSupported:        j.scopes,
-	}
-}
-
-// MetadataURL is where the metadata is served (the resource_metadata of
-// the challenge): MetadataURL(Resource).
-func (j *JWT) MetadataURL() string { return j.metaURL }
-
 // MetadataHandler serves m as JSON to GET and HEAD (405 otherwise), with
 // "Access-Control-Allow-Origin: *" so browser-based clients can read it,
 // and a one-hour cache lifetime. Mount it at MetadataPath(resource) and,
@@ -55,4 +42,28 @@ func MetadataHandler(m ProtectedResourceMetadata) http.Handler {
 		w.Header().Set("Cache-Control", "public, max-age=3600")
 		_, _ = w.Write(body)
 	})
+}
+
+// MetadataPath is where RFC 9728 §3.1 puts the metadata of resource: the
+// well-known prefix "/.well-known/oauth-protected-resource" followed by
+// the resource URL's path, e.g. "/.well-known/oauth-protected-resource/mcp"
+// for "https://mcp.example.com/mcp". An unparsable resource gives the bare
+// prefix.
+func MetadataPath(resource string) string {
+	const prefix = "/.well-known/oauth-protected-resource"
+	u, err := url.Parse(resource)
+	if err != nil {
+		return prefix
+	}
+	return prefix + strings.TrimSuffix(u.EscapedPath(), "/")
+}
+
+// MetadataURL is the absolute URL of resource's metadata (RFC 9728 §3.1):
+// its origin followed by MetadataPath.
+func MetadataURL(resource string) string {
+	u, err := url.Parse(resource)
+	if err != nil {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host + MetadataPath(resource)
 }

@@ -97,13 +97,17 @@ func isLoopbackHost(h string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// BearerToken's errors, so that an Authenticator answers each as RFC 6750
+// §3.1 says: 401 without an error code for ErrNoBearer, 400
+// invalid_request for ErrManyAuthorization, 401 invalid_token for
+// ErrMalformedBearer.
 var (
-	// errNoBearer: no Authorization header, or one with another scheme.
-	errNoBearer = errors.New("no bearer token")
-	// errManyAuthorization: more than one Authorization header.
-	errManyAuthorization = errors.New("more than one Authorization header")
-	// errMalformedBearer: a Bearer header whose token is not RFC 6750 b64token syntax.
-	errMalformedBearer = errors.New("malformed bearer token")
+	// ErrNoBearer: no Authorization header, or one with another scheme.
+	ErrNoBearer = errors.New("no bearer token")
+	// ErrManyAuthorization: more than one Authorization header.
+	ErrManyAuthorization = errors.New("more than one Authorization header")
+	// ErrMalformedBearer: a Bearer header whose token is not RFC 6750 b64token syntax.
+	ErrMalformedBearer = errors.New("malformed bearer token")
 )
 
 // BearerToken returns the token of the request's single "Authorization:
@@ -116,18 +120,18 @@ func BearerToken(h http.Header) (string, error) {
 	values := h.Values("Authorization")
 	switch len(values) {
 	case 0:
-		return "", errNoBearer
+		return "", ErrNoBearer
 	case 1:
 	default:
-		return "", errManyAuthorization
+		return "", ErrManyAuthorization
 	}
 	scheme, rest, ok := strings.Cut(strings.TrimLeft(values[0], " \t"), " ")
 	if !strings.EqualFold(scheme, "Bearer") {
-		return "", errNoBearer
+		return "", ErrNoBearer
 	}
 	token := strings.Trim(rest, " \t")
 	if !ok || !validB64Token(token) {
-		return "", errMalformedBearer
+		return "", ErrMalformedBearer
 	}
 	return token, nil
 }

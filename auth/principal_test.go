@@ -61,18 +61,18 @@ func TestBearerToken(t *testing.T) {
 		{[]string{"bearer abc"}, "abc", nil},
 		{[]string{"BEARER   abc \t"}, "abc", nil},
 		{[]string{" Bearer abc"}, "abc", nil},
-		{nil, "", errNoBearer},
-		{[]string{"Basic YWxpY2U6eA=="}, "", errNoBearer},
-		{[]string{"Bearer"}, "", errMalformedBearer},
-		{[]string{"Bearerabc"}, "", errNoBearer},
-		{[]string{"Bearer abc", "Bearer abc"}, "", errManyAuthorization},
-		{[]string{"Bearer "}, "", errMalformedBearer},
-		{[]string{"Bearer a b"}, "", errMalformedBearer},
-		{[]string{"Bearer ===="}, "", errMalformedBearer},
-		{[]string{"Bearer a=b"}, "", errMalformedBearer},
-		{[]string{"Bearer a,b"}, "", errMalformedBearer},
-		{[]string{"Bearer é"}, "", errMalformedBearer},
-		{[]string{"Bearer " + strings.Repeat("a", MaxTokenLen+1)}, "", errMalformedBearer},
+		{nil, "", ErrNoBearer},
+		{[]string{"Basic YWxpY2U6eA=="}, "", ErrNoBearer},
+		{[]string{"Bearer"}, "", ErrMalformedBearer},
+		{[]string{"Bearerabc"}, "", ErrNoBearer},
+		{[]string{"Bearer abc", "Bearer abc"}, "", ErrManyAuthorization},
+		{[]string{"Bearer "}, "", ErrMalformedBearer},
+		{[]string{"Bearer a b"}, "", ErrMalformedBearer},
+		{[]string{"Bearer ===="}, "", ErrMalformedBearer},
+		{[]string{"Bearer a=b"}, "", ErrMalformedBearer},
+		{[]string{"Bearer a,b"}, "", ErrMalformedBearer},
+		{[]string{"Bearer é"}, "", ErrMalformedBearer},
+		{[]string{"Bearer " + strings.Repeat("a", MaxTokenLen+1)}, "", ErrMalformedBearer},
 	}
 	for _, tt := range tests {
 		h := http.Header{}
@@ -99,7 +99,7 @@ func FuzzBearerToken(f *testing.F) {
 			if tok != "" {
 				t.Fatalf("%q: token %q with error %v", v, tok, err)
 			}
-			if err != errNoBearer && err != errMalformedBearer {
+			if err != ErrNoBearer && err != ErrMalformedBearer {
 				t.Fatalf("%q: unexpected error %v", v, err)
 			}
 			return

@@ -130,7 +130,7 @@ type Options struct {
 	// DefaultMaxAttempts.
 	MaxAttempts int
 	// SignIn, if set, signs browsers in through an OpenID Connect issuer
-	// (auth.OIDC) instead of the demo user-name form; see signin.go.
+	// (jwtauth.OIDC) instead of the demo user-name form; see signin.go.
 	SignIn IdentityProvider
 	// OnIdentityMismatch, when set, is called each time a page refuses a
 	// browser signed in as another user than the flow's (SEC-U-S-06,

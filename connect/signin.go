@@ -12,7 +12,7 @@ import (
 )
 
 // IdentityProvider signs browsers in through an OpenID Connect issuer,
-// replacing the demo user-name form (Options.SignIn). *auth.OIDC
+// replacing the demo user-name form (Options.SignIn). *jwtauth.OIDC
 // implements it. The principal it returns must be the one the MCP
 // endpoint's authenticator gives the same user (issuer and subject), so
 // that the same-user check on a flow page compares like with like.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcp-elicit/elicit/auth"
+	"github.com/mcp-elicit/elicit/auth/jwtauth"
 	"github.com/mcp-elicit/elicit/connect"
 	"github.com/mcp-elicit/elicit/internal/fakeidp"
 )
@@ -23,7 +23,7 @@ func oidcHarness(t *testing.T) (*harness, *fakeidp.Server) {
 		idp.AddClient(fakeidp.Client{ID: "pages", Secret: "s3cret-client", RedirectURL: o.BaseURL + connect.SignInCallbackPath})
 		// The ID token is judged by the issuer's real clock, not the
 		// harness's fixed one.
-		oc, err := auth.NewOIDC(context.Background(), auth.OIDCOptions{Issuer: idp.URL, ClientID: "pages", ClientSecret: "s3cret-client",
+		oc, err := jwtauth.NewOIDC(context.Background(), jwtauth.OIDCOptions{Issuer: idp.URL, ClientID: "pages", ClientSecret: "s3cret-client",
 			RedirectURL: o.BaseURL + connect.SignInCallbackPath})
 		if err != nil {
 			t.Fatal(err)
@@ -176,8 +176,8 @@ func ExampleOptions_signIn() {
 	defer cleanup()
 
 	// The pages sign users in at the issuer that also issues the MCP
-	// endpoint's access tokens (auth.JWT), so both name a user the same way.
-	oc, err := auth.NewOIDC(context.Background(), auth.OIDCOptions{
+	// endpoint's access tokens (jwtauth.JWT), so both name a user the same way.
+	oc, err := jwtauth.NewOIDC(context.Background(), jwtauth.OIDCOptions{
 		Issuer: idp.URL, ClientID: "pages", RedirectURL: base + connect.SignInCallbackPath,
 	})
 	if err != nil {

@@ -231,7 +231,7 @@ func TestBridgePrincipalAndInstructions(t *testing.T) {
 }
 
 // issuerAuth authenticates every request as carol at an issuer, as
-// auth.JWT does for a token.
+// jwtauth.JWT does for a token.
 type issuerAuth struct{}
 
 func (issuerAuth) Authenticate(*http.Request) (auth.Principal, error) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcp-elicit/elicit/auth"
+	"github.com/mcp-elicit/elicit/auth/jwtauth"
 	"github.com/mcp-elicit/elicit/connect"
 )
 
@@ -139,11 +140,11 @@ func newAuth(cfg *config, now func() time.Time) (*authSetup, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), discoveryTimeout)
 	defer cancel()
-	j, err := auth.NewJWT(ctx, auth.JWTOptions{Issuer: a.issuer, Resource: a.resource, Algorithms: a.algs, Scopes: a.scopes, Now: now})
+	j, err := jwtauth.NewJWT(ctx, jwtauth.JWTOptions{Issuer: a.issuer, Resource: a.resource, Algorithms: a.algs, Scopes: a.scopes, Now: now})
 	if err != nil {
 		return nil, fmt.Errorf("--auth jwt: %w", err)
 	}
-	o, err := auth.NewOIDC(ctx, auth.OIDCOptions{Issuer: a.issuer, ClientID: a.clientID, ClientSecret: a.clientSecret,
+	o, err := jwtauth.NewOIDC(ctx, jwtauth.OIDCOptions{Issuer: a.issuer, ClientID: a.clientID, ClientSecret: a.clientSecret,
 		RedirectURL: cfg.publicURL + connect.SignInCallbackPath, Algorithms: a.algs, Now: now})
 	if err != nil {
 		return nil, fmt.Errorf("--auth jwt: pages sign-in: %w", err)

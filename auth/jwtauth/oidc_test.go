@@ -1,4 +1,4 @@
-package auth_test
+package jwtauth_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcp-elicit/elicit/auth"
+	"github.com/mcp-elicit/elicit/auth/jwtauth"
 	"github.com/mcp-elicit/elicit/internal/fakeidp"
 )
 
@@ -16,7 +17,7 @@ const redirect = "http://127.0.0.1:3000/ui/login/callback"
 
 // code runs the authorization step at the fake issuer as user and
 // returns the code and iss of the redirect.
-func code(t *testing.T, o *auth.OIDC, user, state, nonce, verifier string) (string, string) {
+func code(t *testing.T, o *jwtauth.OIDC, user, state, nonce, verifier string) (string, string) {
 	t.Helper()
 	u, _ := url.Parse(o.AuthCodeURL(state, nonce, verifier))
 	q := u.Query()
@@ -37,7 +38,7 @@ func code(t *testing.T, o *auth.OIDC, user, state, nonce, verifier string) (stri
 func TestOIDCExchange(t *testing.T) {
 	idp := fakeidp.Start(t)
 	idp.AddClient(fakeidp.Client{ID: "pages", Secret: "client-secret", RedirectURL: redirect})
-	o, err := auth.NewOIDC(context.Background(), auth.OIDCOptions{Issuer: idp.URL, ClientID: "pages", ClientSecret: "client-secret", RedirectURL: redirect})
+	o, err := jwtauth.NewOIDC(context.Background(), jwtauth.OIDCOptions{Issuer: idp.URL, ClientID: "pages", ClientSecret: "client-secret", RedirectURL: redirect})
 	if err != nil {
 		t.Fatal(err)
 	}

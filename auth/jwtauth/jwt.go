@@ -1,4 +1,4 @@
-package auth
+package jwtauth
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/mcp-elicit/elicit/auth"
 )
 
 // DefaultAlgorithms are the JWS algorithms JWT and OIDC accept when their
@@ -35,7 +36,7 @@ type JWTOptions struct {
 	// Issuer is the authorization server's issuer identifier, exactly as in
 	// its tokens' iss claim; Issuer + "/.well-known/openid-configuration"
 	// must serve its metadata with jwks_uri (OpenID Connect Discovery). See
-	// ValidIssuer. Required.
+	// auth.ValidIssuer. Required.
 	Issuer string
 	// Resource is this protected resource's identifier, the canonical URL of
 	// the MCP endpoint such as "https://mcp.example.com/mcp" (RFC 8707, RFC
@@ -83,7 +84,7 @@ type JWT struct {
 // unknown algorithm, an invalid scope, an unreachable issuer, or metadata
 // whose issuer differs from Issuer.
 func NewJWT(ctx context.Context, opts JWTOptions) (*JWT, error) {
-	if err := ValidIssuer(opts.Issuer); err != nil {
+	if err := auth.ValidIssuer(opts.Issuer); err != nil {
 		return nil, err
 	}
 	if err := validResource(opts.Resource); err != nil {
@@ -99,7 +100,7 @@ func NewJWT(ctx context.Context, opts JWTOptions) (*JWT, error) {
 		return nil, err
 	}
 	j := &JWT{issuer: opts.Issuer, resource: opts.Resource, scopes: slices.Clone(opts.Scopes), verifier: v,
-		metaURL: MetadataURL(opts.Resource)}
+		metaURL: auth.MetadataURL(opts.Resource)}
 	j.challenge = `Bearer resource_metadata="` + j.metaURL + `"`
 	if len(j.scopes) > 0 {
 		j.challenge += `, scope="` + strings.Join(j.scopes, " ") + `"`
@@ -117,50 +118,50 @@ func (j *JWT) Challenge() string { return j.challenge }
 // invalid_request for several Authorization headers, 401 invalid_token for
 // a malformed, forged, expired, not yet valid (nbf), future-dated (iat),
 // foreign (iss or aud) or badly signed token,
-// 403 insufficient_scope for a missing scope, 503 (ErrIssuerUnavailable)
+// 403 insufficient_scope for a missing scope, 503 (auth.ErrIssuerUnavailable)
 // when the issuer's keys cannot be fetched.
-func (j *JWT) Authenticate(r *http.Request) (Principal, error) {
-	token, err := BearerToken(r.Header)
+func (j *JWT) Authenticate(r *http.Request) (auth.Principal, error) {
+	token, err := auth.BearerToken(r.Header)
 	switch {
-	case errors.Is(err, errNoBearer):
-		return Principal{}, &Error{Status: http.StatusUnauthorized, Challenge: j.challenge, Reason: err.Error()}
-	case errors.Is(err, errManyAuthorization):
-		return Principal{}, j.fail(http.StatusBadRequest, "invalid_request", err.Error())
+	case errors.Is(err, auth.ErrNoBearer):
+		return auth.Principal{}, &auth.Error{Status: http.StatusUnauthorized, Challenge: j.challenge, Reason: err.Error()}
+	case errors.Is(err, auth.ErrManyAuthorization):
+		return auth.Principal{}, j.fail(http.StatusBadRequest, "invalid_request", err.Error())
 	case err != nil:
-		return Principal{}, j.fail(http.StatusUnauthorized, "invalid_token", err.Error())
+		return auth.Principal{}, j.fail(http.StatusUnauthorized, "invalid_token", err.Error())
 	}
 	var ff fetchFailure
 	t, err := j.verifier.verify(context.WithValue(r.Context(), fetchFailureKey{}, &ff), token)
 	if ff.err != nil {
-		return Principal{}, &Error{Status: http.StatusServiceUnavailable, Reason: ff.err.Error()}
+		return auth.Principal{}, &auth.Error{Status: http.StatusServiceUnavailable, Reason: ff.err.Error()}
 	}
 	if err != nil {
-		return Principal{}, j.fail(http.StatusUnauthorized, "invalid_token", verifyReason(err))
+		return auth.Principal{}, j.fail(http.StatusUnauthorized, "invalid_token", verifyReason(err))
 	}
-	if !ValidSubject(t.Subject) {
-		return Principal{}, j.fail(http.StatusUnauthorized, "invalid_token", "sub claim missing or not 1-255 visible ASCII characters")
+	if !auth.ValidSubject(t.Subject) {
+		return auth.Principal{}, j.fail(http.StatusUnauthorized, "invalid_token", "sub claim missing or not 1-255 visible ASCII characters")
 	}
 	if len(j.scopes) > 0 {
 		granted, err := tokenScopes(t)
 		if err != nil {
-			return Principal{}, j.fail(http.StatusUnauthorized, "invalid_token", err.Error())
+			return auth.Principal{}, j.fail(http.StatusUnauthorized, "invalid_token", err.Error())
 		}
 		for _, s := range j.scopes {
 			if !slices.Contains(granted, s) {
-				return Principal{}, j.fail(http.StatusForbidden, "insufficient_scope", "scope "+s+" not granted")
+				return auth.Principal{}, j.fail(http.StatusForbidden, "insufficient_scope", "scope "+s+" not granted")
 			}
 		}
 	}
-	return Principal{Issuer: j.issuer, Subject: t.Subject}, nil
+	return auth.Principal{Issuer: j.issuer, Subject: t.Subject}, nil
 }
 
-// fail builds the *Error for a refused token with an RFC 6750 error code.
-func (j *JWT) fail(status int, code, reason string) *Error {
+// fail builds the *auth.Error for a refused token with an RFC 6750 error code.
+func (j *JWT) fail(status int, code, reason string) *auth.Error {
 	c := `Bearer error="` + code + `", resource_metadata="` + j.metaURL + `"`
 	if len(j.scopes) > 0 {
 		c += `, scope="` + strings.Join(j.scopes, " ") + `"`
 	}
-	return &Error{Status: status, Challenge: c, Reason: reason}
+	return &auth.Error{Status: status, Challenge: c, Reason: reason}
 }
 
 // verifyReason turns a go-oidc verification error into a log reason. Those
@@ -287,7 +288,7 @@ func newVerifier(ctx context.Context, issuer, audience string, algs []string, le
 // validResource checks a resource identifier (RFC 8707 §2): an absolute
 // https URL (http on loopback) without fragment or query.
 func validResource(res string) error {
-	if err := ValidIssuer(res); err != nil {
+	if err := auth.ValidIssuer(res); err != nil {
 		return errors.New("auth: resource must be an absolute https URL (http only on loopback) without query or fragment")
 	}
 	return nil
@@ -304,28 +305,4 @@ func validScopeToken(s string) bool {
 		}
 	}
 	return true
-}
-
-// MetadataPath is where RFC 9728 §3.1 puts the metadata of resource: the
-// well-known prefix "/.well-known/oauth-protected-resource" followed by
-// the resource URL's path, e.g. "/.well-known/oauth-protected-resource/mcp"
-// for "https://mcp.example.com/mcp". An unparsable resource gives the bare
-// prefix.
-func MetadataPath(resource string) string {
-	const prefix = "/.well-known/oauth-protected-resource"
-	u, err := url.Parse(resource)
-	if err != nil {
-		return prefix
-	}
-	return prefix + strings.TrimSuffix(u.EscapedPath(), "/")
-}
-
-// MetadataURL is the absolute URL of resource's metadata (RFC 9728 §3.1):
-// its origin followed by MetadataPath.
-func MetadataURL(resource string) string {
-	u, err := url.Parse(resource)
-	if err != nil {
-		return ""
-	}
-	return u.Scheme + "://" + u.Host + MetadataPath(resource)
 }

@@ -1,4 +1,4 @@
-package auth
+package jwtauth
 
 import (
 	"context"
@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"github.com/mcp-elicit/elicit/auth"
 )
 
 // OIDCOptions configure browser sign-in through an OpenID Connect issuer.
 type OIDCOptions struct {
-	// Issuer is the OpenID provider's issuer identifier (see ValidIssuer);
+	// Issuer is the OpenID provider's issuer identifier (see auth.ValidIssuer);
 	// its discovery document gives the endpoints and the JWKS. Required.
 	Issuer string
 	// ClientID is this server's client id at the issuer. Required.
@@ -43,7 +45,7 @@ type OIDCOptions struct {
 // with PKCE (OpenID Connect Core §3.1, RFC 7636): AuthCodeURL starts it,
 // Exchange redeems the code and verifies the ID token (signature, alg, iss,
 // aud = ClientID, azp, exp, nonce). The principal is the issuer plus the
-// ID token's sub, so it matches the Principal JWT gives for an access
+// ID token's sub, so it matches the auth.Principal JWT gives for an access
 // token from the same issuer about the same user. Safe for concurrent use.
 type OIDC struct {
 	issuer   string
@@ -55,7 +57,7 @@ type OIDC struct {
 // NewOIDC checks opts and fetches the issuer's discovery document
 // (bounded by ctx).
 func NewOIDC(ctx context.Context, opts OIDCOptions) (*OIDC, error) {
-	if err := ValidIssuer(opts.Issuer); err != nil {
+	if err := auth.ValidIssuer(opts.Issuer); err != nil {
 		return nil, err
 	}
 	if opts.ClientID == "" {
@@ -91,40 +93,40 @@ func (o *OIDC) AuthCodeURL(state, nonce, verifier string) string {
 // the issuer, RFC 9207), code is redeemed with verifier at the token
 // endpoint, and the returned ID token must verify and carry nonce. Errors
 // never contain the code, the tokens or the client secret.
-func (o *OIDC) Exchange(ctx context.Context, code, iss, verifier, nonce string) (Principal, error) {
+func (o *OIDC) Exchange(ctx context.Context, code, iss, verifier, nonce string) (auth.Principal, error) {
 	if iss != "" && iss != o.issuer {
-		return Principal{}, errors.New("auth: OIDC callback names another issuer")
+		return auth.Principal{}, errors.New("auth: OIDC callback names another issuer")
 	}
 	if code == "" {
-		return Principal{}, errors.New("auth: OIDC callback without code")
+		return auth.Principal{}, errors.New("auth: OIDC callback without code")
 	}
 	tok, err := o.conf.Exchange(context.WithValue(ctx, oauth2.HTTPClient, o.verifier.client), code, oauth2.VerifierOption(verifier))
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) && re.Response != nil {
-			return Principal{}, fmt.Errorf("auth: OIDC token request refused: HTTP %d %q", re.Response.StatusCode, re.ErrorCode)
+			return auth.Principal{}, fmt.Errorf("auth: OIDC token request refused: HTTP %d %q", re.Response.StatusCode, re.ErrorCode)
 		}
-		return Principal{}, errors.New("auth: OIDC token request failed")
+		return auth.Principal{}, errors.New("auth: OIDC token request failed")
 	}
 	raw, _ := tok.Extra("id_token").(string)
 	if raw == "" {
-		return Principal{}, errors.New("auth: OIDC token response has no id_token")
+		return auth.Principal{}, errors.New("auth: OIDC token response has no id_token")
 	}
 	idt, err := o.verifier.verify(ctx, raw)
 	if err != nil {
-		return Principal{}, fmt.Errorf("auth: OIDC ID token refused: %s", verifyReason(err))
+		return auth.Principal{}, fmt.Errorf("auth: OIDC ID token refused: %s", verifyReason(err))
 	}
 	if subtle.ConstantTimeCompare([]byte(idt.Nonce), []byte(nonce)) != 1 || nonce == "" {
-		return Principal{}, errors.New("auth: OIDC ID token nonce does not match")
+		return auth.Principal{}, errors.New("auth: OIDC ID token nonce does not match")
 	}
 	var c struct {
 		AZP string `json:"azp"`
 	}
 	if err := idt.Claims(&c); err != nil || (len(idt.Audience) > 1 || c.AZP != "") && c.AZP != o.clientID {
-		return Principal{}, errors.New("auth: OIDC ID token issued to another party (azp)")
+		return auth.Principal{}, errors.New("auth: OIDC ID token issued to another party (azp)")
 	}
-	if !ValidSubject(idt.Subject) {
-		return Principal{}, errors.New("auth: OIDC ID token sub missing or not 1-255 visible ASCII characters")
+	if !auth.ValidSubject(idt.Subject) {
+		return auth.Principal{}, errors.New("auth: OIDC ID token sub missing or not 1-255 visible ASCII characters")
 	}
-	return Principal{Issuer: o.issuer, Subject: idt.Subject}, nil
+	return auth.Principal{Issuer: o.issuer, Subject: idt.Subject}, nil
 }

@@ -1,4 +1,4 @@
-package auth_test
+package jwtauth_test
 
 import (
 	"context"
@@ -11,21 +11,22 @@ import (
 	"time"
 
 	"github.com/mcp-elicit/elicit/auth"
+	"github.com/mcp-elicit/elicit/auth/jwtauth"
 	"github.com/mcp-elicit/elicit/internal/fakeidp"
 )
 
 const resource = "http://127.0.0.1:3000/mcp"
 
-func newJWT(t *testing.T, idp *fakeidp.Server, scopes ...string) *auth.JWT {
+func newJWT(t *testing.T, idp *fakeidp.Server, scopes ...string) *jwtauth.JWT {
 	t.Helper()
-	j, err := auth.NewJWT(context.Background(), auth.JWTOptions{Issuer: idp.URL, Resource: resource, Scopes: scopes})
+	j, err := jwtauth.NewJWT(context.Background(), jwtauth.JWTOptions{Issuer: idp.URL, Resource: resource, Scopes: scopes})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return j
 }
 
-func authenticate(j *auth.JWT, header ...string) (auth.Principal, error) {
+func authenticate(j *jwtauth.JWT, header ...string) (auth.Principal, error) {
 	r := httptest.NewRequest("POST", "/mcp", nil)
 	for _, h := range header {
 		r.Header.Add("Authorization", h)
@@ -143,20 +144,20 @@ func TestNewJWTRefuses(t *testing.T) {
 	idp := fakeidp.Start(t)
 	tests := []struct {
 		name string
-		opts auth.JWTOptions
+		opts jwtauth.JWTOptions
 	}{
-		{"HS256", auth.JWTOptions{Issuer: idp.URL, Resource: resource, Algorithms: []string{"RS256", "HS256"}}},
-		{"none", auth.JWTOptions{Issuer: idp.URL, Resource: resource, Algorithms: []string{"none"}}},
-		{"unknown alg", auth.JWTOptions{Issuer: idp.URL, Resource: resource, Algorithms: []string{"RS257"}}},
-		{"http issuer off loopback", auth.JWTOptions{Issuer: "http://idp.example", Resource: resource}},
-		{"issuer with fragment", auth.JWTOptions{Issuer: idp.URL + "#x", Resource: resource}},
-		{"issuer mismatch", auth.JWTOptions{Issuer: idp.URL + "/", Resource: resource}},
-		{"no resource", auth.JWTOptions{Issuer: idp.URL}},
-		{"resource with query", auth.JWTOptions{Issuer: idp.URL, Resource: resource + "?x=1"}},
-		{"scope with quote", auth.JWTOptions{Issuer: idp.URL, Resource: resource, Scopes: []string{`a"b`}}},
+		{"HS256", jwtauth.JWTOptions{Issuer: idp.URL, Resource: resource, Algorithms: []string{"RS256", "HS256"}}},
+		{"none", jwtauth.JWTOptions{Issuer: idp.URL, Resource: resource, Algorithms: []string{"none"}}},
+		{"unknown alg", jwtauth.JWTOptions{Issuer: idp.URL, Resource: resource, Algorithms: []string{"RS257"}}},
+		{"http issuer off loopback", jwtauth.JWTOptions{Issuer: "http://idp.example", Resource: resource}},
+		{"issuer with fragment", jwtauth.JWTOptions{Issuer: idp.URL + "#x", Resource: resource}},
+		{"issuer mismatch", jwtauth.JWTOptions{Issuer: idp.URL + "/", Resource: resource}},
+		{"no resource", jwtauth.JWTOptions{Issuer: idp.URL}},
+		{"resource with query", jwtauth.JWTOptions{Issuer: idp.URL, Resource: resource + "?x=1"}},
+		{"scope with quote", jwtauth.JWTOptions{Issuer: idp.URL, Resource: resource, Scopes: []string{`a"b`}}},
 	}
 	for _, tt := range tests {
-		if _, err := auth.NewJWT(context.Background(), tt.opts); err == nil {
+		if _, err := jwtauth.NewJWT(context.Background(), tt.opts); err == nil {
 			t.Errorf("%s: accepted", tt.name)
 		}
 	}

@@ -1,4 +1,4 @@
-package auth_test
+package jwtauth_test
 
 import (
 	"context"
@@ -8,15 +8,16 @@ import (
 	"time"
 
 	"github.com/mcp-elicit/elicit/auth"
+	"github.com/mcp-elicit/elicit/auth/jwtauth"
 	"github.com/mcp-elicit/elicit/internal/fakeidp"
 )
 
 // clockedJWT returns a JWT for idp whose clock the test moves.
-func clockedJWT(t *testing.T, idp *fakeidp.Server) (*auth.JWT, *atomic.Int64) {
+func clockedJWT(t *testing.T, idp *fakeidp.Server) (*jwtauth.JWT, *atomic.Int64) {
 	t.Helper()
 	clock := new(atomic.Int64)
 	clock.Store(time.Now().UnixNano())
-	j, err := auth.NewJWT(context.Background(), auth.JWTOptions{Issuer: idp.URL, Resource: resource,
+	j, err := jwtauth.NewJWT(context.Background(), jwtauth.JWTOptions{Issuer: idp.URL, Resource: resource,
 		Now: func() time.Time { return time.Unix(0, clock.Load()) }})
 	if err != nil {
 		t.Fatal(err)
