@@ -1,9 +1,19 @@
 // Package auth decides who is calling: it turns an HTTP request into a
-// Principal. Implementations: DemoBearer (token = user name, for loopback
-// demos), JWT (OAuth 2.0 bearer access tokens verified against an issuer's
-// JWKS, with the protected resource metadata of RFC 9728), and Anonymous
-// (no authentication, for conformance fixtures). OIDC signs browsers in
-// through the same issuer for the URL-mode pages.
+// Principal. It is the core every transport imports, and depends on the
+// standard library only.
+//
+// The public surface: the Authenticator interface and its errors (*Error,
+// ErrUnauthenticated, ErrForbidden, ErrIssuerUnavailable); Principal, its
+// ID and ParseID; WithPrincipal and FromContext; BearerToken and its
+// errors; the implementations DemoBearer (token = user name, for loopback
+// demos) and Anonymous (no authentication, for conformance fixtures); and
+// the protected resource metadata of RFC 9728 (ProtectedResourceMetadata,
+// MetadataHandler, MetadataPath, MetadataURL).
+//
+// OAuth 2.0 access tokens verified against an issuer's JWKS (JWT), and
+// OpenID Connect sign-in of browsers for the URL-mode pages (OIDC), are
+// in auth/jwtauth, with go-oidc, go-jose and x/oauth2: a server that does
+// not import it does not link them.
 //
 // MCP 2026-07-28 basic/authorization: a server that authenticates answers a
 // request without valid credentials with HTTP 401 and a WWW-Authenticate
