@@ -8,12 +8,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mcp-elicit/elicit/auth"
+	"github.com/mcp-elicit/elicit/internal/mcptest"
 	"github.com/mcp-elicit/elicit/legacy"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
@@ -30,6 +31,18 @@ type rawServer struct {
 
 func startRaw(t *testing.T, opts *legacy.Options) *rawServer {
 	t.Helper()
+	rs := newRaw(opts)
+	srv := httptest.NewServer(rs.h)
+	t.Cleanup(srv.Close)
+	// No keep-alive: connection goroutines end with their request, so the
+	// goroutine count can return to its baseline.
+	rs.url, rs.c = srv.URL, &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
+	return rs
+}
+
+// newRaw returns a rawServer's Handler, with a "page" tool that asks for a
+// URL-mode step; the caller serves it.
+func newRaw(opts *legacy.Options) *rawServer {
 	s := newServer(nil)
 	s.AddTool(&mcp.Tool{Name: "page"}, func(_ context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
 		return mcpserver.Ask().ElicitURL("page", "Open the page", "https://example.com/page"), nil
@@ -38,12 +51,7 @@ func startRaw(t *testing.T, opts *legacy.Options) *rawServer {
 		opts = &legacy.Options{}
 	}
 	opts.Logger = quiet
-	h := legacy.NewHandler(s, streamhttp.NewHandler(s, &streamhttp.Options{Auth: auth.DemoBearer{Realm: "t"}, Logger: quiet, MaxBodyBytes: 4096}), opts)
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	// No keep-alive: connection goroutines end with their request, so the
-	// goroutine count can return to its baseline.
-	return &rawServer{h: h, url: srv.URL, c: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}}
+	return &rawServer{h: legacy.NewHandler(s, streamhttp.NewHandler(s, &streamhttp.Options{Auth: auth.DemoBearer{Realm: "t"}, Logger: quiet, MaxBodyBytes: 4096}), opts)}
 }
 
 // post sends one JSON-RPC message as user on session (none when "").
@@ -135,42 +143,82 @@ func (rs *rawServer) ask(t *testing.T, user, session, name string) (*http.Respon
 	return resp, sc, m
 }
 
-// waitGoroutines polls until at most want goroutines run, failing after
-// a deadline.
-func waitGoroutines(t *testing.T, want int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for n := runtime.NumGoroutine(); n > want; n = runtime.NumGoroutine() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines, want at most %d", n, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestAbandonedPromptsEnd: calls whose prompt the client abandoned end
-// with their idle session, and nothing is left running.
+// with their idle session, and nothing is left running. The bubble's fake
+// clock runs the session timeout only once every goroutine waits.
 func TestAbandonedPromptsEnd(t *testing.T) {
-	rs := startRaw(t, &legacy.Options{SessionTimeout: 50 * time.Millisecond})
-	base := runtime.NumGoroutine()
-	for i := 0; i < 20; i++ {
-		s := rs.open(t, "alice")
-		resp, _, _ := rs.ask(t, "alice", s, "ask_name")
-		resp.Body.Close() // the client goes away without answering
-	}
-	waitGoroutines(t, base+2)
+	synctest.Test(t, func(t *testing.T) {
+		const idle = time.Minute
+		rs := startPiped(t, &legacy.Options{SessionTimeout: idle})
+		synctest.Wait()
+		base := mcptest.BubbleGoroutines()
+		var sessions []string
+		for range 20 {
+			s := rs.open(t, "alice")
+			resp, _, _ := rs.ask(t, "alice", s, "ask_name")
+			resp.Body.Close() // the client goes away without answering
+			sessions = append(sessions, s)
+		}
+		// Fake time passes in the loop too (net/http waits a moment before
+		// closing a connection), so only the last session is sure to be
+		// younger than its timeout here.
+		time.Sleep(idle / 2)
+		synctest.Wait()
+		if status := rs.ping(t, "alice", sessions[len(sessions)-1]); status != http.StatusOK {
+			t.Fatalf("a session ended before its timeout: HTTP %d", status)
+		}
+		time.Sleep(idle + time.Second) // the ping restarted that session's timer
+		synctest.Wait()
+		if n := mcptest.BubbleGoroutines(); n != base {
+			t.Fatalf("%d goroutines after the sessions timed out, %d before they opened", n, base)
+		}
+		for i, s := range sessions {
+			if status := rs.ping(t, "alice", s); status != http.StatusNotFound {
+				t.Fatalf("session %d after its timeout: HTTP %d, want 404", i, status)
+			}
+		}
+	})
 }
 
-// TestInputTimeout: an unanswered prompt ends its call with a clear error.
+// startPiped is startRaw on an in-memory network (mcptest.PipeServer):
+// call it inside a synctest bubble, whose fake clock then drives the
+// Handler's timers. The cleanup closes the Handler too, so that no
+// goroutine outlives the bubble.
+func startPiped(t *testing.T, opts *legacy.Options) *rawServer {
+	t.Helper()
+	rs := newRaw(opts)
+	rs.c = mcptest.PipeServer(t, rs.h)
+	t.Cleanup(func() { rs.h.Close() })
+	rs.url = "http://127.0.0.1/"
+	return rs
+}
+
+// ping sends ping on session and returns the HTTP status.
+func (rs *rawServer) ping(t *testing.T, user, session string) int {
+	t.Helper()
+	r := rs.post(t, user, session, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	_, _ = io.Copy(io.Discard, r.Body)
+	r.Body.Close()
+	return r.StatusCode
+}
+
+// TestInputTimeout: an unanswered prompt ends its call with a clear
+// error, after exactly Options.InputTimeout.
 func TestInputTimeout(t *testing.T) {
-	rs := startRaw(t, &legacy.Options{InputTimeout: 50 * time.Millisecond})
-	s := rs.open(t, "alice")
-	resp, sc, _ := rs.ask(t, "alice", s, "ask_name")
-	defer resp.Body.Close()
-	m := nextReply(t, sc)
-	if m == nil || m.Error == nil || m.Error.Code != -32603 || m.Error.Message != "The client did not answer elicitation/create within 50ms" {
-		t.Fatalf("want -32603 not answered, got %+v", m)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		rs := startPiped(t, &legacy.Options{InputTimeout: 50 * time.Millisecond})
+		s := rs.open(t, "alice")
+		resp, sc, _ := rs.ask(t, "alice", s, "ask_name")
+		defer resp.Body.Close()
+		asked := time.Now()
+		m := nextReply(t, sc)
+		if m == nil || m.Error == nil || m.Error.Code != -32603 || m.Error.Message != "The client did not answer elicitation/create within 50ms" {
+			t.Fatalf("want -32603 not answered, got %+v", m)
+		}
+		if waited := time.Since(asked); waited != 50*time.Millisecond {
+			t.Fatalf("the call ended after %v, want 50ms", waited)
+		}
+	})
 }
 
 // TestDeleteWithPendingPrompt: DELETE answers at once and ends the call

@@ -14,8 +14,10 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/mcp-elicit/elicit/internal/mcptest"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpclient"
 )
@@ -439,6 +441,8 @@ func TestRoundCap(t *testing.T) {
 	}
 }
 
+// State-only answers are retried after StateOnlyDelay, doubling each
+// time; the bubble's fake clock makes the waits exact.
 func TestStateOnlyBackoff(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
@@ -449,40 +453,41 @@ func TestStateOnlyBackoff(t *testing.T) {
 		{"four in a row", 4, mcpclient.ErrStateOnlyLimit},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var n atomic.Int32
-			var times []time.Time
-			fs, rec := fake(t, func(w http.ResponseWriter, s seen) {
-				if s.Msg.Method == "tools/list" {
-					reply(w, s, `{"resultType":"complete","tools":[],"ttlMs":0,"cacheScope":"private"}`)
-					return
+			synctest.Test(t, func(t *testing.T) {
+				var n atomic.Int32
+				var times []time.Time
+				rec := fakeRecorder(func(w http.ResponseWriter, s seen) {
+					if s.Msg.Method == "tools/list" {
+						reply(w, s, `{"resultType":"complete","tools":[],"ttlMs":0,"cacheScope":"private"}`)
+						return
+					}
+					times = append(times, time.Now())
+					if i := int(n.Add(1)); i <= tt.stateOnly {
+						reply(w, s, fmt.Sprintf(`{"resultType":"input_required","requestState":"wait-%d"}`, i))
+						return
+					}
+					reply(w, s, `{"resultType":"complete","content":[]}`)
+				})
+				const base = 20 * time.Millisecond
+				c := mcpclient.New("http://127.0.0.1/mcp", &mcpclient.Options{HTTPClient: mcptest.PipeServer(t, rec), StateOnlyDelay: base})
+				_, err := c.CallTool(context.Background(), "later", nil)
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tt.wantErr)
 				}
-				times = append(times, time.Now())
-				if i := int(n.Add(1)); i <= tt.stateOnly {
-					reply(w, s, fmt.Sprintf(`{"resultType":"input_required","requestState":"wait-%d"}`, i))
-					return
+				calls := rec.byMethod("tools/call")
+				if len(calls) != 4 {
+					t.Fatalf("%d calls, want 4", len(calls))
 				}
-				reply(w, s, `{"resultType":"complete","content":[]}`)
+				for i := 1; i < len(calls); i++ {
+					if gap, want := times[i].Sub(times[i-1]), base<<(i-1); gap != want {
+						t.Errorf("retry %d after %v, want %v", i, gap, want)
+					}
+					want := fmt.Sprintf(`"wait-%d"`, i)
+					if s := calls[i].Msg.Params.RequestState; s == nil || string(*s) != want || calls[i].Msg.Params.InputResponses != nil {
+						t.Errorf("retry %d: state %v, responses %v", i, s, calls[i].Msg.Params.InputResponses)
+					}
+				}
 			})
-			const base = 20 * time.Millisecond
-			c := mcpclient.New(fs.URL, &mcpclient.Options{StateOnlyDelay: base})
-			_, err := c.CallTool(context.Background(), "later", nil)
-			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("err = %v, want %v", err, tt.wantErr)
-			}
-			calls := rec.byMethod("tools/call")
-			if len(calls) != 4 {
-				t.Fatalf("%d calls, want 4", len(calls))
-			}
-			for i := 1; i < len(calls); i++ {
-				gap := times[i].Sub(times[i-1])
-				if want := base << (i - 1); gap < want {
-					t.Errorf("retry %d after %v, want at least %v", i, gap, want)
-				}
-				want := fmt.Sprintf(`"wait-%d"`, i)
-				if s := calls[i].Msg.Params.RequestState; s == nil || string(*s) != want || calls[i].Msg.Params.InputResponses != nil {
-					t.Errorf("retry %d: state %v, responses %v", i, s, calls[i].Msg.Params.InputResponses)
-				}
-			}
 		})
 	}
 }
@@ -834,21 +839,25 @@ func TestArgumentsMustBeAnObject(t *testing.T) {
 	}
 }
 
+// The context ends a state-only wait: at its deadline, not the delay's.
 func TestContextCancelsStateOnlyWait(t *testing.T) {
-	fs, _ := fake(t, func(w http.ResponseWriter, s seen) {
-		if s.Msg.Method == "tools/list" {
-			reply(w, s, `{"resultType":"complete","tools":[],"ttlMs":0,"cacheScope":"private"}`)
-			return
+	synctest.Test(t, func(t *testing.T) {
+		rec := fakeRecorder(func(w http.ResponseWriter, s seen) {
+			if s.Msg.Method == "tools/list" {
+				reply(w, s, `{"resultType":"complete","tools":[],"ttlMs":0,"cacheScope":"private"}`)
+				return
+			}
+			reply(w, s, `{"resultType":"input_required","requestState":"later"}`)
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		c := mcpclient.New("http://127.0.0.1/mcp", &mcpclient.Options{HTTPClient: mcptest.PipeServer(t, rec), StateOnlyDelay: time.Hour})
+		_, err := c.CallTool(ctx, "t", nil)
+		if waited := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || waited != 50*time.Millisecond {
+			t.Fatalf("err = %v after %v, want the deadline after 50ms", err, waited)
 		}
-		reply(w, s, `{"resultType":"input_required","requestState":"later"}`)
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	_, err := mcpclient.New(fs.URL, &mcpclient.Options{StateOnlyDelay: time.Hour}).CallTool(ctx, "t", nil)
-	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
-		t.Fatalf("err = %v after %v", err, time.Since(start))
-	}
 }
 
 // An ordinary JSON-RPC error is returned as is, with no retry.

@@ -221,14 +221,20 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // fake serves handle behind a recorder: handle gets the recorded request.
 func fake(t *testing.T, handle func(w http.ResponseWriter, s seen)) (*httptest.Server, *recorder) {
 	t.Helper()
+	rec := fakeRecorder(handle)
+	hs := httptest.NewServer(rec)
+	t.Cleanup(hs.Close)
+	return hs, rec
+}
+
+// fakeRecorder is fake's handler, for a test to serve.
+func fakeRecorder(handle func(w http.ResponseWriter, s seen)) *recorder {
 	rec := &recorder{}
 	rec.next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		all := rec.all()
 		handle(w, all[len(all)-1])
 	})
-	hs := httptest.NewServer(rec)
-	t.Cleanup(hs.Close)
-	return hs, rec
+	return rec
 }
 
 // reply writes one JSON-RPC result (raw JSON) for the request s.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mcp-elicit/elicit/jsonrpc"
@@ -423,12 +424,16 @@ func checkWAV(t *testing.T, b64 string) {
 	}
 }
 
-func TestProgressTool(t *testing.T) {
+// The progress notifications come progressStep apart (in the bubble's
+// fake time: exactly).
+func TestProgressTool(t *testing.T) { synctest.Test(t, testProgressTool) }
+
+func testProgressTool(t *testing.T) {
 	c := newTester(t)
 	start := time.Now()
 	r := c.tool(capsDefault, "test_tool_with_progress", nil, "progressToken", `"progress-test-1"`)
-	if elapsed := time.Since(start); elapsed < 2*progressStep {
-		t.Errorf("finished in %v; want the progress steps ~%v apart", elapsed, progressStep)
+	if elapsed := time.Since(start); elapsed != 2*progressStep {
+		t.Errorf("finished in %v; want the 3 progress steps %v apart", elapsed, progressStep)
 	}
 	r.complete(t)
 	if len(r.Notes) != 3 {
