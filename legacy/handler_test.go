@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcp-elicit/elicit/auth"
 	"github.com/mcp-elicit/elicit/elicit"
+	"github.com/mcp-elicit/elicit/internal/mcptest"
 	"github.com/mcp-elicit/elicit/legacy"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
@@ -251,7 +252,7 @@ const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"proto
 
 const listBody = `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`
 
-const discoverBody = `{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+var discoverBody = `{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{` + mcptest.Meta(`{}`) + `}}`
 
 // TestRouting: which era answers which request, with the endpoint's Host,
 // auth and body-limit checks on both.

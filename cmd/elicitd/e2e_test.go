@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mcp-elicit/elicit/examples/billing"
+	"github.com/mcp-elicit/elicit/internal/mcptest"
 )
 
 // testKey is the billing key the tests type; it must never show up
@@ -166,11 +167,12 @@ func (e *env) mcp(user, method, name, body string, extra ...string) *mcpResponse
 	return out
 }
 
-// The _meta blocks of the connect_billing exchange (docs/flows.md
-// §connect_billing): form mode only, and both modes.
-const (
-	metaForm = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
-	metaURL  = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{},"url":{}}}}`
+// The request _meta of a client that elicits with forms only (docs/flows.md
+// §connect_billing)
+// ("elicitation":{} means form), and of one with both modes.
+var (
+	metaForm = mcptest.Meta(`{"elicitation":{}}`)
+	metaURL  = mcptest.Meta(`{"elicitation":{"form":{},"url":{}}}`)
 )
 
 func callBody(id int, tool, extra, meta string) string {

@@ -291,7 +291,6 @@ func TestLegacyReportFlow(t *testing.T) {
 // or form only, gets the refusal a 2026 client gets: the same JSON-RPC
 // code, message and data, in its session's response.
 func TestLegacyMissingCapability(t *testing.T) {
-	metaNone := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 	formOnly := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}}
 	reportArgs := `{"period":"2026-Q2","dataset":"sales"}`
 	for _, tc := range []struct {

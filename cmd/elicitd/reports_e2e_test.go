@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcp-elicit/elicit/examples/reports"
+	"github.com/mcp-elicit/elicit/internal/mcptest"
 	"github.com/mcp-elicit/elicit/store"
 	"github.com/mcp-elicit/elicit/store/sqlite"
 )
@@ -111,9 +112,9 @@ func newReportsEnv(t *testing.T, options ...func(*config)) *reportsEnv {
 }
 
 // metaNone declares no elicitation at all; metaURLOnly only URL mode.
-const (
-	metaNone    = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
-	metaURLOnly = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"url":{}}}}`
+var (
+	metaNone    = mcptest.Meta(`{}`)
+	metaURLOnly = mcptest.Meta(`{"elicitation":{"url":{}}}`)
 )
 
 func jsonString(s string) string { b, _ := json.Marshal(s); return string(b) }
