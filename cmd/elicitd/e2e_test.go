@@ -167,9 +167,9 @@ func (e *env) mcp(user, method, name, body string, extra ...string) *mcpResponse
 	return out
 }
 
-// The request _meta of a client that elicits with forms only (docs/flows.md
-// §connect_billing)
-// ("elicitation":{} means form), and of one with both modes.
+// The request _meta of a client that elicits with forms only
+// ("elicitation":{} means form), and of one with both modes (docs/flows.md
+// §connect_billing).
 var (
 	metaForm = mcptest.Meta(`{"elicitation":{}}`)
 	metaURL  = mcptest.Meta(`{"elicitation":{"form":{},"url":{}}}`)
