@@ -47,7 +47,7 @@ func (s *Server) ServeAnonymously() error {
 	s.anonymous = true
 	s.mu.Unlock()
 	if need := s.PrincipalRequired(); len(need) > 0 {
-		return fmt.Errorf("%s need an authenticated user (HandlerOptions.RequirePrincipal), but the server is served without authentication: set an Authenticator (auth.DemoBearer on loopback, auth.JWT…)", strings.Join(need, ", "))
+		return fmt.Errorf("%s need an authenticated user (HandlerOptions.RequirePrincipal), but the server is served without authentication: set an Authenticator (auth.DemoBearer on loopback, jwtauth.JWT…)", strings.Join(need, ", "))
 	}
 	return nil
 }

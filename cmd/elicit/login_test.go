@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcp-elicit/elicit/auth"
+	"github.com/mcp-elicit/elicit/auth/jwtauth"
 	"github.com/mcp-elicit/elicit/examples/reports"
 	"github.com/mcp-elicit/elicit/internal/fakeidp"
 )
@@ -39,7 +40,7 @@ func newJWTServer(t *testing.T) (string, *fakeidp.Server) {
 	base := newServerWith(t, func(base string) (auth.Authenticator, map[string]http.Handler) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		j, err := auth.NewJWT(ctx, auth.JWTOptions{Issuer: idp.URL, Resource: base + "/mcp"})
+		j, err := jwtauth.NewJWT(ctx, jwtauth.JWTOptions{Issuer: idp.URL, Resource: base + "/mcp"})
 		if err != nil {
 			t.Fatal(err)
 		}
