@@ -18,6 +18,7 @@ import (
 	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-elicit/elicit/internal/transport"
 	"github.com/mcp-elicit/elicit/jsonrpc"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
@@ -26,6 +27,7 @@ import (
 // bridge runs mcpserver handlers for go-sdk sessions.
 type bridge struct {
 	srv  *mcpserver.Server
+	core transport.Server // srv as a transport sees it
 	opts Options
 	log  *slog.Logger
 	reg  *registry
@@ -83,7 +85,7 @@ func (b *bridge) serve(ctx context.Context, c *call) (_ json.RawMessage, err err
 				code = int(se.Code)
 			}
 			in, _ := b.incoming(c, caps, nil, state)
-			b.srv.ReportFault(ctx, in, c.principal, code)
+			b.core.ReportFault(ctx, in, c.principal, code)
 		}
 	}()
 	for round := 0; ; round++ {
@@ -145,13 +147,13 @@ func (b *bridge) invoke(ctx context.Context, c *call, caps json.RawMessage, resp
 	if resp != nil {
 		return resp
 	}
-	return b.srv.Serve(ctx, in, c.principal, b.notifier(ctx, c.ss))
+	return b.core.Serve(ctx, in, c.principal, b.notifier(ctx, c.ss))
 }
 
 // incoming builds the 2026 request of one round of c: the original
 // params, the client's capabilities in _meta, the answers and the state.
 // On failure resp is the error response.
-func (b *bridge) incoming(c *call, caps json.RawMessage, responses map[string]json.RawMessage, state *string) (_ *mcpserver.Incoming, resp *jsonrpc.Response) {
+func (b *bridge) incoming(c *call, caps json.RawMessage, responses map[string]json.RawMessage, state *string) (_ *transport.Incoming, resp *jsonrpc.Response) {
 	meta := map[string]any{
 		mcp.MetaProtocolVersion:    mcp.ProtocolVersion,
 		mcp.MetaClientCapabilities: caps,
@@ -180,7 +182,7 @@ func (b *bridge) incoming(c *call, caps json.RawMessage, responses map[string]js
 	if err != nil {
 		return nil, &jsonrpc.Response{ID: id, Error: jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params")}
 	}
-	in, jerr := mcpserver.Parse(&jsonrpc.Request{ID: id, Method: c.method, Params: p})
+	in, jerr := transport.Parse(&jsonrpc.Request{ID: id, Method: c.method, Params: p})
 	if jerr != nil {
 		return nil, &jsonrpc.Response{ID: id, Error: jerr}
 	}
@@ -189,7 +191,7 @@ func (b *bridge) incoming(c *call, caps json.RawMessage, responses map[string]js
 
 // notifier forwards the handler's progress and log notifications to the
 // session, on the stream of the request being served.
-func (b *bridge) notifier(ctx context.Context, ss *sdk.ServerSession) mcpserver.Notifier {
+func (b *bridge) notifier(ctx context.Context, ss *sdk.ServerSession) transport.Notifier {
 	return func(n *jsonrpc.Notification) error {
 		if n == nil {
 			return nil // a keep-alive: go-sdk's stream has its own
@@ -329,7 +331,7 @@ func (b *bridge) ask(ctx context.Context, method string, send func(context.Conte
 		}
 		return nil, b.clientFailed(method, err)
 	}
-	if !mcpserver.ValidInputResponse(method, raw) {
+	if !b.core.ValidInputResponse(method, raw) {
 		msg := "Invalid " + method + " result from the client"
 		if method == mcp.MethodElicitationCreate {
 			msg = `Invalid elicitation answer: the client's result for elicitation/create must have action "accept", "decline" or "cancel", and content an object only with "accept"`

@@ -84,6 +84,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-elicit/elicit/auth"
+	"github.com/mcp-elicit/elicit/internal/transport"
+	"github.com/mcp-elicit/elicit/internal/transport/endpoint"
 	"github.com/mcp-elicit/elicit/jsonrpc"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
@@ -140,6 +142,7 @@ type Options struct {
 // Close when the server shuts down.
 type Handler struct {
 	modern  *streamhttp.Handler
+	edge    endpoint.Endpoint // modern's admission and body limit
 	reg     *registry
 	sdk     http.Handler // go-sdk stateful handler, no user
 	withSub http.Handler // the same behind the bearer middleware (TokenInfo.UserID = subject)
@@ -149,7 +152,8 @@ type Handler struct {
 // and serves 2025-era clients from srv's registered handlers. Register
 // every tool, prompt, resource and the completion handler on srv before
 // calling it: the 2025 side copies the lists once. It tells srv that the
-// endpoint serves Versions too (mcpserver.Server.AlsoServed).
+// endpoint serves Versions too: they are listed in server/discover and in
+// the data of -32022.
 func NewHandler(srv *mcpserver.Server, modern *streamhttp.Handler, opts *Options) *Handler {
 	var o Options
 	if opts != nil {
@@ -187,17 +191,18 @@ func NewHandler(srv *mcpserver.Server, modern *streamhttp.Handler, opts *Options
 	}
 	// Clients of either era learn, from discover or -32022, that the
 	// endpoint serves these too.
-	srv.AlsoServed(Versions...)
+	core := transport.Of(srv)
+	core.AlsoServed(Versions...)
 	reg := &registry{log: o.Logger, idle: o.SessionTimeout, max: o.MaxSessions, perUser: o.MaxSessionsPerPrincipal,
 		byID: map[string]*session{}, byUser: map[string][]*session{}}
-	b := &bridge{srv: srv, opts: o, log: o.Logger, reg: reg}
+	b := &bridge{srv: srv, core: core, opts: o, log: o.Logger, reg: reg}
 	s := b.newSDKServer()
 	sh := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, &sdk.StreamableHTTPOptions{
 		// go-sdk logs every session at INFO; here that is DEBUG.
 		Logger: quieter(o.Logger),
 		// No SessionTimeout: the registry closes idle sessions, after
 		// cancelling their bridge calls (go-sdk's close would wait for them).
-		// Host and Origin are checked by modern.Admit against the
+		// Host and Origin are checked by modern's admission against the
 		// endpoint's allowed hosts, which may include a public name.
 		DisableLocalhostProtection: true,
 	})
@@ -211,7 +216,7 @@ func NewHandler(srv *mcpserver.Server, modern *streamhttp.Handler, opts *Options
 		}
 		return &sdkauth.TokenInfo{UserID: sub, Expiration: time.Now().Add(time.Hour)}, nil
 	}
-	return &Handler{modern: modern, reg: reg, sdk: sh, withSub: sdkauth.RequireBearerToken(verify, nil)(sh)}
+	return &Handler{modern: modern, edge: endpoint.Of(modern), reg: reg, sdk: sh, withSub: sdkauth.RequireBearerToken(verify, nil)(sh)}
 }
 
 // Close ends every 2025 session (their pending prompts and calls are
@@ -265,14 +270,14 @@ func isLegacyVersion(v string) bool {
 // on; a body over the limit goes on unread past the limit, so the modern
 // handler answers 413 as usual.
 func (h *Handler) sniff(w http.ResponseWriter, r *http.Request, pv []string) {
-	p, ok := h.modern.Admit(w, r)
+	p, ok := h.edge.Admit(w, r)
 	if !ok {
 		return
 	}
-	limit := h.modern.MaxBodyBytes()
+	limit := h.edge.MaxBodyBytes()
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
-		streamhttp.WriteError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeParseError, "Parse error: could not read body"))
+		endpoint.WriteError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeParseError, "Parse error: could not read body"))
 		return
 	}
 	if int64(len(body)) > limit {
@@ -293,7 +298,7 @@ func (h *Handler) sniff(w http.ResponseWriter, r *http.Request, pv []string) {
 		// A 2025 client's request without its session (a 2026 request
 		// carries the version in _meta and, without a version header,
 		// Mcp-Method): say what is missing rather than which 2026 header.
-		streamhttp.WriteError(w, http.StatusBadRequest, m.ID, jsonrpc.NewError(mcp.CodeHeaderMismatch, noSessionMessage))
+		endpoint.WriteError(w, http.StatusBadRequest, m.ID, jsonrpc.NewError(mcp.CodeHeaderMismatch, noSessionMessage))
 	default:
 		h.modern.ServeHTTP(w, r)
 	}
@@ -333,7 +338,7 @@ const retryAfter = 10 * time.Second
 func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, p auth.Principal, body []byte) {
 	id, jerr := checkInitialize(body)
 	if jerr != nil {
-		streamhttp.WriteError(w, http.StatusBadRequest, id, jerr)
+		endpoint.WriteError(w, http.StatusBadRequest, id, jerr)
 		return
 	}
 	s, refused := h.reg.open(p.ID())
@@ -348,7 +353,7 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, p auth.Prin
 // serveLegacy applies the endpoint's Host/Origin check and
 // authentication, then hands the request to go-sdk.
 func (h *Handler) serveLegacy(w http.ResponseWriter, r *http.Request) {
-	p, ok := h.modern.Admit(w, r)
+	p, ok := h.edge.Admit(w, r)
 	if !ok {
 		return
 	}
@@ -377,13 +382,13 @@ func (h *Handler) serveLegacy(w http.ResponseWriter, r *http.Request) {
 // readBody reads a session POST's body within the endpoint's limit,
 // answering 413 (or 400) as a JSON-RPC error, as the 2026 handler does.
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.modern.MaxBodyBytes()))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.edge.MaxBodyBytes()))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			streamhttp.WriteError(w, http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Request body too large"))
+			endpoint.WriteError(w, http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Request body too large"))
 		} else {
-			streamhttp.WriteError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeParseError, "Parse error: could not read body"))
+			endpoint.WriteError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeParseError, "Parse error: could not read body"))
 		}
 		return nil, false
 	}
@@ -397,7 +402,7 @@ type subjectKey struct{}
 // the caller's principal id (auth.Principal.ID) as TokenInfo.UserID.
 func (h *Handler) toSDK(w http.ResponseWriter, r *http.Request, p auth.Principal) {
 	if r.Body != nil {
-		r.Body = http.MaxBytesReader(w, r.Body, h.modern.MaxBodyBytes())
+		r.Body = http.MaxBytesReader(w, r.Body, h.edge.MaxBodyBytes())
 	}
 	// The principal id (issuer#subject for a token), not the bare subject:
 	// state, flows and the vault are bound to it on both eras.

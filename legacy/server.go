@@ -69,7 +69,7 @@ func mirror[S any](b *bridge, method, member string, add func(*S)) {
 // list reads one of the server's list results into v (nothing when the
 // method is not served).
 func (b *bridge) list(method string, v any) {
-	if !b.srv.Known(method) {
+	if !b.core.Known(method) {
 		return
 	}
 	resp := b.invoke(context.Background(), &call{method: method}, json.RawMessage(`{}`), nil, nil)

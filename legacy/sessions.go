@@ -11,8 +11,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-elicit/elicit/internal/transport/endpoint"
 	"github.com/mcp-elicit/elicit/jsonrpc"
-	"github.com/mcp-elicit/elicit/streamhttp"
 )
 
 // Why a session ended; the cause of its context, so a call cut off by the
@@ -267,5 +267,5 @@ func (r *registry) closeAll() {
 // client may try again once a session ended) and a JSON-RPC error.
 func refuse(w http.ResponseWriter, id jsonrpc.ID, e *errRefused, retry time.Duration) {
 	w.Header().Set("Retry-After", strconv.Itoa(int(retry/time.Second)))
-	streamhttp.WriteError(w, e.status, id, e.err)
+	endpoint.WriteError(w, e.status, id, e.err)
 }

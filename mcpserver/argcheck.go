@@ -16,6 +16,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/mcp-elicit/elicit/internal/jsonerr"
 	"github.com/mcp-elicit/elicit/internal/typeschema"
 )
 
@@ -280,7 +281,7 @@ func argumentProblem(err error) string {
 		return strconv.Quote(pointerPath(string(ye.JSONPointer))) + " appears twice"
 	case errors.As(err, &se) && se.JSONPointer != "":
 		// What it must be and the kind found (jsonError), never the value.
-		ptr, problem := jsonError(err)
+		ptr, problem := jsonerr.Locate(err)
 		return strconv.Quote(pointerPath(ptr)) + " " + problem
 	}
 	return "arguments are not a valid JSON object"

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcp-elicit/elicit/elicit"
+	"github.com/mcp-elicit/elicit/internal/transport"
 	"github.com/mcp-elicit/elicit/jsonrpc"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/reqstate"
@@ -285,7 +286,7 @@ type Request struct {
 	opID      [16]byte
 	responses map[string]json.RawMessage
 	issued    map[string]issued
-	notify    Notifier
+	notify    transport.Notifier
 	reported  Outcome // ReportOutcome
 }
 
@@ -414,7 +415,7 @@ func (r *Request) BindArguments(v any) error {
 	return bindStrict(raw, v)
 }
 
-func (s *Server) serveMRTR(ctx context.Context, in *Incoming, principal string, notify Notifier, h Handler, o HandlerOptions, vars map[string]string, ri *roundInfo) (any, error) {
+func (s *Server) serveMRTR(ctx context.Context, in *transport.Incoming, principal string, notify transport.Notifier, h Handler, o HandlerOptions, vars map[string]string, ri *roundInfo) (any, error) {
 	var scratch roundInfo
 	if ri == nil {
 		ri = &scratch // not observed: record into a throwaway on the stack
@@ -555,7 +556,7 @@ func mergeMeta(m, server mcp.ResultMeta) mcp.ResultMeta {
 	return out
 }
 
-func (s *Server) inputRequired(in *Incoming, req *Request, binding reqstate.Binding, a *InputRequired) (any, error) {
+func (s *Server) inputRequired(in *transport.Incoming, req *Request, binding reqstate.Binding, a *InputRequired) (any, error) {
 	if a.err != nil {
 		return nil, fmt.Errorf("invalid input requests: %w", a.err)
 	}
@@ -583,7 +584,7 @@ func (s *Server) inputRequired(in *Incoming, req *Request, binding reqstate.Bind
 // answers and appends the problem to the message, refuses re-asks after a
 // decline or cancel, and past MaxReasks returns the result that ends the
 // operation instead.
-func (s *Server) applyReaskRules(in *Incoming, req *Request, a *InputRequired) (any, error) {
+func (s *Server) applyReaskRules(in *transport.Incoming, req *Request, a *InputRequired) (any, error) {
 	for _, k := range a.keys {
 		prev, asked := req.issued[k]
 		cur := a.issued[k]
@@ -615,7 +616,7 @@ func (s *Server) applyReaskRules(in *Incoming, req *Request, a *InputRequired) (
 
 // tooManyCorrections ends an operation whose answer to key stayed invalid.
 // It does not claim that nothing happened: only the handler knows.
-func (s *Server) tooManyCorrections(in *Incoming, key, problem string) (any, error) {
+func (s *Server) tooManyCorrections(in *transport.Incoming, key, problem string) (any, error) {
 	text := fmt.Sprintf("Stopped: the answer to %q was still not valid after %d corrections (%s). Make a new request to start over.", key, MaxReasks, problem)
 	if in.Method != mcp.MethodToolsCall {
 		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "%s", text)
@@ -718,13 +719,11 @@ func resultProblem(kind byte, raw json.RawMessage) string {
 	return ""
 }
 
-// ValidInputResponse reports whether raw is a valid result of an input
+// validInputResponse reports whether raw is a valid result of an input
 // request of method (elicitation/create, sampling/createMessage,
 // roots/list): what the server checks of each inputResponses entry before
-// the handler runs (an invalid one is refused with -32602). A bridge that
-// sends the input request itself (package legacy) uses it to word the
-// refusal for its own client.
-func ValidInputResponse(method string, raw json.RawMessage) bool {
+// the handler runs (an invalid one is refused with -32602).
+func validInputResponse(method string, raw json.RawMessage) bool {
 	switch method {
 	case mcp.MethodElicitationCreate:
 		return validResult(kindForm, raw)

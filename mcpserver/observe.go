@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcp-elicit/elicit/elicit"
+	"github.com/mcp-elicit/elicit/internal/transport"
 	"github.com/mcp-elicit/elicit/jsonrpc"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/reqstate"
@@ -177,7 +178,7 @@ func (ri *roundInfo) outcome(resp *jsonrpc.Response) (Outcome, int) {
 
 // observe reports the round; a panicking Observer is logged, never
 // propagated to the client.
-func (s *Server) observe(ctx context.Context, in *Incoming, principal string, ri *roundInfo, resp *jsonrpc.Response) {
+func (s *Server) observe(ctx context.Context, in *transport.Incoming, principal string, ri *roundInfo, resp *jsonrpc.Response) {
 	name := in.Name
 	if in.Method == mcp.MethodResourcesRead {
 		name, _, _ = strings.Cut(name, "?")

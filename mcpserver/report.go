@@ -5,21 +5,22 @@ import (
 	"encoding/hex"
 	"time"
 
+	"github.com/mcp-elicit/elicit/internal/transport"
 	"github.com/mcp-elicit/elicit/jsonrpc"
 	"github.com/mcp-elicit/elicit/reqstate"
 )
 
-// ReportFault reports to Options.Observer a round that ended with the
+// reportFault reports to Options.Observer a round that ended with the
 // JSON-RPC error code outside Serve, so it is audited and counted like the
 // rounds Serve reports: a bridge that sends the input requests to its
 // client itself (package legacy) and whose client answered one with an
 // error, or that gave up after too many rounds. in is the request the
-// bridge would have served next, as Parse returns it; when it carries the
+// bridge would have served next, as transport.Parse returns it; when it carries the
 // operation's requestState, the record gets that operation's id and round
 // (the state is opened for that only; an unusable state gives none). The
 // outcome is OutcomeFault (OutcomeCapabilityMissing for -32021). Nothing
 // happens without an Observer.
-func (s *Server) ReportFault(ctx context.Context, in *Incoming, principal string, code int) {
+func (s *Server) reportFault(ctx context.Context, in *transport.Incoming, principal string, code int) {
 	if s.opts.Observer == nil || in == nil {
 		return
 	}

@@ -58,9 +58,27 @@
 // refused) and answers with a Reply (Text, ToolResult, ToolError, or an
 // InputRequired). Prompts and resources use the same Handler.
 //
-// The server is transport-neutral and stateless. The streamhttp package
-// serves it over Streamable HTTP; Parse and Serve are the plumbing a
-// transport uses.
+// # Transports
+//
+// The server is transport-neutral and stateless: package streamhttp
+// serves it over Streamable HTTP, and package legacy adds 2025-11-25
+// clients (initialize and a session) on the same endpoint. What a
+// transport needs from the server — parsing a request, the version and
+// method checks, serving it for a principal with a notification sink — is
+// not part of this API; it lives in the module's internal packages.
+//
+// # Public surface
+//
+//   - The server: New, Options, Server (AddTool, AddPrompt, AddResource,
+//     AddResourceTemplate, each with a …With variant taking
+//     HandlerOptions; SetCompletionHandler and CompletionHandler; Info,
+//     Capabilities), CacheHint.
+//   - Typed tools: AddTool, AddToolWith, ToolHandlerFor.
+//   - A handler's side: Handler, Request, Reply (Text, ToolResult,
+//     ToolError, PromptResult, ResourceResult), InputRequired and Ask,
+//     MissingCapability, RestartReason, MaxReasks.
+//   - Failures: ErrUnavailable, RetryData, ReasonStorageFull.
+//   - Observation for audit and metrics: Observer, Round, Outcome, Outcomes.
 package mcpserver
 
 import (
@@ -72,7 +90,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"reflect"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -81,7 +98,7 @@ import (
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
+	"github.com/mcp-elicit/elicit/internal/transport"
 	"github.com/mcp-elicit/elicit/jsonrpc"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/reqstate"
@@ -140,7 +157,7 @@ type Server struct {
 	versions  []string
 	maxRounds int
 	// endpoint lists every version the endpoint serves: versions, then
-	// those served beside this server (AlsoServed). Under mu.
+	// those served beside this server (alsoServed). Under mu.
 	endpoint []string
 
 	mu        sync.RWMutex
@@ -258,18 +275,14 @@ func New(info mcp.Implementation, opts *Options) *Server {
 // Info returns the server's identity.
 func (s *Server) Info() mcp.Implementation { return s.info }
 
-// SupportedVersions returns the protocol versions this server serves
-// (Options.SupportedVersions).
-func (s *Server) SupportedVersions() []string { return s.versions }
-
-// AlsoServed records protocol versions that another handler serves on the
+// alsoServed records protocol versions that another handler serves on the
 // same endpoint, such as package legacy's bridge for 2025-11-25 clients,
 // which calls it when it is mounted. They are listed, after this
 // server's own, in server/discover's supportedVersions and in the
 // data.supported of -32022 (VER-S-02), so a client learns every version
-// the endpoint takes; CheckVersion still refuses them in this server's
+// the endpoint takes; checkVersion still refuses them in this server's
 // request shape, saying where they are served. Call it before serving.
-func (s *Server) AlsoServed(versions ...string) {
+func (s *Server) alsoServed(versions ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	all := slices.Clone(s.endpoint)
@@ -386,9 +399,9 @@ func (s *Server) SetCompletionHandler(h CompletionHandler) {
 	s.complete = h
 }
 
-// ToolHeaderParams returns the x-mcp-header parameters of a tool, for the
+// toolHeaderParams returns the x-mcp-header parameters of a tool, for the
 // HTTP binding's Mcp-Param-* checks, and whether the tool exists.
-func (s *Server) ToolHeaderParams(name string) ([]mcp.HeaderParam, bool) {
+func (s *Server) toolHeaderParams(name string) ([]mcp.HeaderParam, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	e, ok := s.toolIndex[name]
@@ -444,10 +457,10 @@ func (s *Server) capabilitiesLocked() mcp.ServerCapabilities {
 	return c
 }
 
-// Known reports whether method is served: server/discover always; the
+// known reports whether method is served: server/discover always; the
 // list/get/call/read methods only when their capability is advertised
 // (basic/index.mdx: -32601 for a method gated by an unadvertised capability).
-func (s *Server) Known(method string) bool {
+func (s *Server) known(method string) bool {
 	c := s.Capabilities()
 	switch method {
 	case mcp.MethodDiscover:
@@ -464,10 +477,10 @@ func (s *Server) Known(method string) bool {
 	return false
 }
 
-// CheckVersion returns nil when v is served, else -32022 with
+// checkVersion returns nil when v is served, else -32022 with
 // data {supported, requested} (VER-S-02); supported lists every version
-// the endpoint serves (AlsoServed).
-func (s *Server) CheckVersion(v string) *jsonrpc.Error {
+// the endpoint serves (alsoServed).
+func (s *Server) checkVersion(v string) *jsonrpc.Error {
 	if slices.Contains(s.versions, v) {
 		return nil
 	}
@@ -480,188 +493,10 @@ func (s *Server) CheckVersion(v string) *jsonrpc.Error {
 		Data: mcp.UnsupportedVersionData{Supported: all, Requested: v}}
 }
 
-// Incoming is a parsed request, ready for the transport's checks and for Serve.
-type Incoming struct {
-	ID     jsonrpc.ID
-	Method string
-	Meta   *mcp.RequestMeta
-	// Name is params.name (tools/call, prompts/get) or params.uri (resources/read).
-	Name           string
-	Arguments      json.RawMessage
-	InputResponses map[string]json.RawMessage
-	// RequestState is nil when absent.
-	RequestState *string
-	params       *rawParams
-}
-
-type rawParams struct {
-	Meta           *rawMeta                   `json:"_meta"`
-	Name           *string                    `json:"name"`
-	URI            *string                    `json:"uri"`
-	Arguments      json.RawMessage            `json:"arguments"`
-	InputResponses map[string]json.RawMessage `json:"inputResponses"`
-	RequestState   *string                    `json:"requestState"`
-	Cursor         *string                    `json:"cursor"`
-	Ref            json.RawMessage            `json:"ref"`
-	Argument       *struct {
-		Name  string `json:"name"`
-		Value string `json:"value"`
-	} `json:"argument"`
-}
-
-type rawMeta struct {
-	ProtocolVersion    *string                 `json:"io.modelcontextprotocol/protocolVersion"`
-	ClientCapabilities *mcp.ClientCapabilities `json:"io.modelcontextprotocol/clientCapabilities"`
-	ClientInfo         *mcp.Implementation     `json:"io.modelcontextprotocol/clientInfo"`
-	LogLevel           string                  `json:"io.modelcontextprotocol/logLevel"`
-	ProgressToken      json.RawMessage         `json:"progressToken"`
-}
-
-// Parse decodes the params of req in one pass. It fails with -32602 (HTTP
-// 400) when _meta or one of its required keys is missing or malformed
-// (META-S-01), or when the params do not fit the method (missing name/uri,
-// arguments not an object, inputResponses on a method that takes none).
-func Parse(req *jsonrpc.Request) (*Incoming, *jsonrpc.Error) {
-	in := &Incoming{ID: req.ID, Method: req.Method}
-	var p rawParams
-	if len(req.Params) > 0 {
-		if err := jsonv2.Unmarshal(req.Params, &p); err != nil {
-			return in, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: %s", jsonProblem(err))
-		}
-	}
-	m := p.Meta
-	switch {
-	case m == nil:
-		return in, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: _meta is required")
-	case m.ProtocolVersion == nil:
-		return in, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: _meta is missing %s", mcp.MetaProtocolVersion)
-	case m.ClientCapabilities == nil:
-		return in, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: _meta is missing %s (an object)", mcp.MetaClientCapabilities)
-	}
-	meta := &mcp.RequestMeta{ProtocolVersion: *m.ProtocolVersion, ClientCapabilities: *m.ClientCapabilities, ClientInfo: m.ClientInfo, LogLevel: m.LogLevel}
-	if t := m.ProgressToken; len(t) > 0 && string(t) != "null" {
-		if t[0] != '"' && (t[0] < '0' || t[0] > '9') && t[0] != '-' {
-			return in, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: progressToken must be a string or number")
-		}
-		meta.ProgressToken = t
-	}
-	in.Meta = meta
-	in.params = &p
-	switch req.Method {
-	case mcp.MethodToolsCall, mcp.MethodPromptsGet:
-		if p.Name == nil || *p.Name == "" {
-			return in, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: name is required")
-		}
-		in.Name = *p.Name
-	case mcp.MethodResourcesRead:
-		if p.URI == nil || *p.URI == "" {
-			return in, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: uri is required")
-		}
-		in.Name = *p.URI
-	default:
-		if p.InputResponses != nil || p.RequestState != nil {
-			return in, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: %s does not take inputResponses or requestState", req.Method)
-		}
-	}
-	if a := p.Arguments; len(a) > 0 && string(a) != "null" && a[0] != '{' {
-		return in, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: arguments must be an object")
-	}
-	in.Arguments = p.Arguments
-	in.InputResponses = p.InputResponses
-	in.RequestState = p.RequestState
-	return in, nil
-}
-
-// jsonProblem says where decoding failed (the member's JSON Pointer) and
-// what is wrong there — what it must be and the kind of value found, an
-// unknown member, a member given twice — never the value found there.
-func jsonProblem(err error) string {
-	ptr, problem := jsonError(err)
-	if ptr == "" {
-		return problem
-	}
-	return ptr + " " + problem
-}
-
-// jsonError splits a decoding error into the JSON Pointer of the member
-// at fault ("" for the whole value) and the problem there.
-func jsonError(err error) (ptr, problem string) {
-	var se *jsonv2.SemanticError
-	var sx *jsontext.SyntacticError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se) && errors.Is(se.Err, jsonv2.ErrUnknownName):
-		return string(se.JSONPointer), "is not known"
-	case errors.As(err, &se) && se.GoType != nil:
-		want := goKind(se.GoType)
-		if se.JSONPointer == "" {
-			return "", "must be " + want
-		}
-		if want == "a whole number" && se.JSONKind == '0' {
-			return string(se.JSONPointer), "must be a whole number"
-		}
-		return string(se.JSONPointer), "must be " + want + ", not " + jsonKind(se.JSONKind)
-	case errors.As(err, &sx) && errors.Is(sx.Err, jsontext.ErrDuplicateName):
-		return string(sx.JSONPointer), "is given twice"
-	case errors.As(err, &te):
-		return "/" + strings.ReplaceAll(te.Field, ".", "/"), "has the wrong type"
-	}
-	return "", "malformed JSON"
-}
-
-// goKind says what JSON a Go type takes.
-func goKind(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "a whole number"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Struct, reflect.Map:
-		return "an object"
-	}
-	return "another kind of value"
-}
-
-// jsonKind names the kind of JSON value a jsontext.Kind starts.
-func jsonKind(k jsontext.Kind) string {
-	switch k {
-	case '"':
-		return "a string"
-	case '0':
-		return "a number"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	}
-	return "another kind of value"
-}
-
-// Notifier sends one notification on the response stream of the request
-// being served. The transport supplies it; nil means notifications are
-// dropped. A nil *jsonrpc.Notification asks only to keep the stream open
-// (Request.KeepAlive): an SSE comment on Streamable HTTP; a transport
-// without one ignores it.
-type Notifier func(n *jsonrpc.Notification) error
-
-// Serve answers one parsed request whose transport-level checks passed. It
+// serve answers one parsed request whose transport-level checks passed. It
 // never panics: a handler panic becomes -32603. Every result carries
 // resultType and the server's identity in _meta (MRTR-S-15, META-S-03).
-func (s *Server) Serve(ctx context.Context, in *Incoming, principal string, notify Notifier) (resp *jsonrpc.Response) {
+func (s *Server) serve(ctx context.Context, in *transport.Incoming, principal string, notify transport.Notifier) (resp *jsonrpc.Response) {
 	resp = &jsonrpc.Response{ID: in.ID}
 	var ri *roundInfo
 	if s.opts.Observer != nil && mcp.MRTRMethod(in.Method) {
@@ -686,7 +521,7 @@ func (s *Server) Serve(ctx context.Context, in *Incoming, principal string, noti
 	return resp
 }
 
-func (s *Server) wireError(in *Incoming, err error) *jsonrpc.Error {
+func (s *Server) wireError(in *transport.Incoming, err error) *jsonrpc.Error {
 	var je *jsonrpc.Error
 	if errors.As(err, &je) {
 		return je
@@ -748,8 +583,8 @@ func (s *Server) serverMeta() mcp.ResultMeta {
 func ttlMs(d time.Duration) int64 { return d.Milliseconds() }
 
 // dispatch serves in; ri, when not nil, collects what Observe needs.
-func (s *Server) dispatch(ctx context.Context, in *Incoming, principal string, notify Notifier, ri *roundInfo) (any, error) {
-	if !s.Known(in.Method) {
+func (s *Server) dispatch(ctx context.Context, in *transport.Incoming, principal string, notify transport.Notifier, ri *roundInfo) (any, error) {
+	if !s.known(in.Method) {
 		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: %s", in.Method)
 	}
 	if staticMethods[in.Method] {
@@ -787,8 +622,8 @@ func (s *Server) dispatch(ctx context.Context, in *Incoming, principal string, n
 	return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: %s", in.Method)
 }
 
-func checkCursor(in *Incoming) error {
-	if c := in.params.Cursor; c != nil && *c != "" {
+func checkCursor(in *transport.Incoming) error {
+	if c := in.Params.Cursor; c != nil && *c != "" {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: unknown cursor")
 	}
 	return nil
@@ -870,8 +705,8 @@ func matchTemplate(tmpl, uri string) (map[string]string, bool) {
 	return vars, uri == ""
 }
 
-func (s *Server) serveComplete(ctx context.Context, in *Incoming) (any, error) {
-	p := in.params
+func (s *Server) serveComplete(ctx context.Context, in *transport.Incoming) (any, error) {
+	p := in.Params
 	if len(p.Ref) == 0 || p.Argument == nil {
 		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: ref and argument are required")
 	}
@@ -907,7 +742,7 @@ var staticMethods = map[string]bool{
 	mcp.MethodResourcesList: true, mcp.MethodResourceTemplatesList: true,
 }
 
-func (s *Server) staticResult(in *Incoming) (any, error) {
+func (s *Server) staticResult(in *transport.Incoming) (any, error) {
 	if err := checkCursor(in); err != nil {
 		return nil, err
 	}
@@ -936,7 +771,7 @@ func (s *Server) staticResult(in *Incoming) (any, error) {
 	return json.RawMessage(enc), nil
 }
 
-func (s *Server) buildStatic(in *Incoming) (any, error) {
+func (s *Server) buildStatic(in *transport.Incoming) (any, error) {
 	lc := s.opts.ListCache
 	switch in.Method {
 	case mcp.MethodDiscover:

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mcp-elicit/elicit/internal/transport"
 	"reflect"
 	"strings"
 	"testing"
@@ -73,11 +74,11 @@ func (c rpc) call(t *testing.T, body string) (map[string]any, *jsonrpc.Error) {
 	if jerr != nil {
 		t.Fatalf("decode: %v", jerr)
 	}
-	in, jerr := Parse(req)
+	in, jerr := transport.Parse(req)
 	if jerr != nil {
 		return nil, jerr
 	}
-	resp := c.s.Serve(context.Background(), in, c.principal, nil)
+	resp := c.s.serve(context.Background(), in, c.principal, nil)
 	if resp.Error != nil {
 		return nil, resp.Error
 	}
@@ -289,24 +290,6 @@ func TestListCacheFollowsRegistration(t *testing.T) {
 	}
 }
 
-func TestParseErrors(t *testing.T) {
-	tests := []struct{ params, want string }{
-		{`{}`, "_meta is required"},
-		{`{"_meta":null}`, "_meta is required"},
-		{`{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}}}`, "_meta is missing io.modelcontextprotocol/protocolVersion"},
-		{`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`, "_meta is missing io.modelcontextprotocol/clientCapabilities"},
-		{`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":"all"}}`, "/_meta/io.modelcontextprotocol~1clientCapabilities must be an object, not a string"},
-		{`{"_meta":{"io.modelcontextprotocol/protocolVersion":7,"io.modelcontextprotocol/clientCapabilities":{}}}`, "/_meta/io.modelcontextprotocol~1protocolVersion must be a string, not a number"},
-	}
-	for _, tt := range tests {
-		req, _ := jsonrpc.DecodeRequest([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":` + tt.params + `}`))
-		_, err := Parse(req)
-		if err == nil || err.Code != jsonrpc.CodeInvalidParams || !strings.Contains(err.Message, tt.want) {
-			t.Errorf("%s: got %v, want -32602 containing %q", tt.params, err, tt.want)
-		}
-	}
-}
-
 func TestUnavailableIsRetryable(t *testing.T) {
 	s := New(mcp.Implementation{Name: "t", Version: "1"}, nil)
 	s.AddTool(&mcp.Tool{Name: "down", Description: "d"}, func(ctx context.Context, r *Request) (Reply, error) {
@@ -404,7 +387,7 @@ func TestAlsoServed(t *testing.T) {
 	s := New(mcp.Implementation{Name: "t", Version: "1"}, nil)
 	supported := func(v string) []string {
 		t.Helper()
-		jerr := s.CheckVersion(v)
+		jerr := s.checkVersion(v)
 		if jerr == nil || jerr.Code != mcp.CodeUnsupportedProtocolVersion {
 			t.Fatalf("%s: %v, want -32022", v, jerr)
 		}
@@ -425,15 +408,15 @@ func TestAlsoServed(t *testing.T) {
 	if got := supported("2099-01-01"); !reflect.DeepEqual(got, []string{"2026-07-28"}) || !reflect.DeepEqual(discover(), got) {
 		t.Fatalf("before: -32022 %q, discover %q", got, discover())
 	}
-	s.AlsoServed("2025-11-25", "2026-07-28", "2025-06-18")
+	s.alsoServed("2025-11-25", "2026-07-28", "2025-06-18")
 	want := []string{"2026-07-28", "2025-11-25", "2025-06-18"}
 	if got := supported("2099-01-01"); !reflect.DeepEqual(got, want) || !reflect.DeepEqual(discover(), want) {
 		t.Errorf("after: -32022 %q, discover %q; want %q", got, discover(), want)
 	}
-	if jerr := s.CheckVersion("2025-11-25"); jerr == nil || !strings.Contains(jerr.Message, "served on this endpoint through initialize") {
+	if jerr := s.checkVersion("2025-11-25"); jerr == nil || !strings.Contains(jerr.Message, "served on this endpoint through initialize") {
 		t.Errorf("2025-11-25 in a 2026 request: %v", jerr)
 	}
-	if s.CheckVersion("2026-07-28") != nil || !reflect.DeepEqual(s.SupportedVersions(), []string{"2026-07-28"}) {
+	if s.checkVersion("2026-07-28") != nil || !reflect.DeepEqual(s.versions, []string{"2026-07-28"}) {
 		t.Error("its own version is no longer served alone")
 	}
 }

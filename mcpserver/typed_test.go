@@ -59,7 +59,7 @@ func TestTypedToolSchemas(t *testing.T) {
 	if got := mustJSON(tool["outputSchema"]); got != canon(t, wantOut) {
 		t.Errorf("outputSchema\n got %s\nwant %s", got, canon(t, wantOut))
 	}
-	if hp, _ := s.ToolHeaderParams("report"); len(hp) != 1 || hp[0].Header != "Region" {
+	if hp, _ := s.toolHeaderParams("report"); len(hp) != 1 || hp[0].Header != "Region" {
 		t.Errorf("header params %v", hp)
 	}
 }

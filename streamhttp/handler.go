@@ -11,6 +11,13 @@
 // (400, -32602) → header/body equality (400, -32020) → version (400,
 // -32022) → method known (404, -32601) → Mcp-Param-* (400, -32020) →
 // dispatch (capability gate 400, -32021).
+//
+// # Public surface
+//
+// NewHandler, Handler (an http.Handler), Options and DefaultMaxBodyBytes
+// for the MCP endpoint; AllowHosts for the pages served beside it. What
+// package legacy needs to share the endpoint (admission, the body limit,
+// the error answers) is not part of this API.
 package streamhttp
 
 import (
@@ -28,6 +35,8 @@ import (
 	"sync"
 
 	"github.com/mcp-elicit/elicit/auth"
+	"github.com/mcp-elicit/elicit/internal/transport"
+	"github.com/mcp-elicit/elicit/internal/transport/endpoint"
 	"github.com/mcp-elicit/elicit/jsonrpc"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
@@ -55,7 +64,7 @@ type Options struct {
 // Handler serves an mcpserver.Server over Streamable HTTP. It is an
 // http.Handler; mount it at the MCP endpoint path.
 type Handler struct {
-	srv   *mcpserver.Server
+	srv   transport.Server
 	auth  auth.Authenticator
 	hosts hostSet
 	max   int64
@@ -68,7 +77,7 @@ type Handler struct {
 // and registering one afterwards panics (mcpserver.Server.ServeAnonymously):
 // without a user such a handler cannot work.
 func NewHandler(s *mcpserver.Server, opts *Options) *Handler {
-	h := &Handler{srv: s, auth: auth.Anonymous{}, max: DefaultMaxBodyBytes, log: slog.Default()}
+	h := &Handler{srv: transport.Of(s), auth: auth.Anonymous{}, max: DefaultMaxBodyBytes, log: slog.Default()}
 	var hosts []string
 	if opts != nil {
 		if opts.Auth != nil {
@@ -96,21 +105,6 @@ func NewHandler(s *mcpserver.Server, opts *Options) *Handler {
 	return h
 }
 
-// StatusFor returns the HTTP status of a JSON-RPC error code
-// (streamable-http.mdx; docs/protocol.md §HTTP statuses): 400 for -32020/-32021/-32022 and for
-// parse, request and params errors, 404 for -32601, 500 for -32603 and
-// anything else.
-func StatusFor(code int) int {
-	switch code {
-	case mcp.CodeHeaderMismatch, mcp.CodeMissingRequiredClientCapability, mcp.CodeUnsupportedProtocolVersion,
-		jsonrpc.CodeParseError, jsonrpc.CodeInvalidRequest, jsonrpc.CodeInvalidParams:
-		return http.StatusBadRequest
-	case jsonrpc.CodeMethodNotFound:
-		return http.StatusNotFound
-	}
-	return http.StatusInternalServerError
-}
-
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // refuseAuth answers a failed authentication: the status and
@@ -128,7 +122,7 @@ func (h *Handler) refuseAuth(w http.ResponseWriter, r *http.Request, err error) 
 			// As for a store outage: retryable, nothing was done.
 			h.log.Warn("streamhttp: cannot authenticate now", "reason", ae.Reason)
 			w.Header().Set("Retry-After", "1")
-			writeError(w, status, jsonrpc.ID{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Temporarily unavailable; retry later",
+			endpoint.WriteError(w, status, jsonrpc.ID{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Temporarily unavailable; retry later",
 				Data: mcpserver.RetryData{Retryable: true, RetryAfterMs: 1000}})
 			return
 		}
@@ -146,7 +140,7 @@ func (h *Handler) refuseAuth(w http.ResponseWriter, r *http.Request, err error) 
 	} else if status == http.StatusBadRequest {
 		msg = "Bad Request: malformed Authorization"
 	}
-	writeError(w, status, jsonrpc.ID{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: msg})
+	endpoint.WriteError(w, status, jsonrpc.ID{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: msg})
 }
 
 // ServeHTTP handles one POST.
@@ -157,13 +151,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	p, ok := h.Admit(w, r)
+	p, ok := h.admit(w, r)
 	if !ok {
 		return
 	}
 	if cts := r.Header.Values("Content-Type"); len(cts) > 1 || (len(cts) == 1 && cts[0] != "application/json") {
 		if mt, _, err := mime.ParseMediaType(cts[0]); len(cts) > 1 || err != nil || mt != "application/json" {
-			writeError(w, http.StatusUnsupportedMediaType, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Content-Type must be application/json"))
+			endpoint.WriteError(w, http.StatusUnsupportedMediaType, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Content-Type must be application/json"))
 			return
 		}
 	}
@@ -173,10 +167,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, h.max)); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			writeError(w, http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Request body too large"))
+			endpoint.WriteError(w, http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Request body too large"))
 			return
 		}
-		writeError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeParseError, "Parse error: could not read body"))
+		endpoint.WriteError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeParseError, "Parse error: could not read body"))
 		return
 	}
 	req, jerr := jsonrpc.DecodeRequest(buf.Bytes())
@@ -185,7 +179,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if req != nil {
 			id = req.ID
 		}
-		writeError(w, http.StatusBadRequest, id, jerr)
+		endpoint.WriteError(w, http.StatusBadRequest, id, jerr)
 		return
 	}
 	if req.IsNotification() {
@@ -196,7 +190,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	in, jerr := h.check(r, req)
 	if jerr != nil {
-		writeError(w, StatusFor(jerr.Code), req.ID, jerr)
+		endpoint.WriteError(w, endpoint.StatusFor(jerr.Code), req.ID, jerr)
 		return
 	}
 	sw := &streamWriter{w: w, sseOK: acceptsEventStream(r.Header.Values("Accept"))}
@@ -204,15 +198,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw.finish(resp)
 }
 
-// Admit runs the endpoint's first checks on r for another handler that
-// shares the endpoint (the legacy package's 2025-11-25 bridge): the Host
-// and Origin check (403) and authentication (401 with the challenge, or
-// the status an auth.Error names), in that order, exactly as for a POST
-// here. On failure it has written the
-// answer and ok is false.
-func (h *Handler) Admit(w http.ResponseWriter, r *http.Request) (p auth.Principal, ok bool) {
+// admit runs the endpoint's first checks on r: the Host and Origin check
+// (403) and authentication (401 with the challenge, or the status an
+// auth.Error names), in that order. Another handler that shares the
+// endpoint (package legacy) runs them through endpoint.Of. On failure it
+// has written the answer and ok is false.
+func (h *Handler) admit(w http.ResponseWriter, r *http.Request) (p auth.Principal, ok bool) {
 	if !h.hosts.allowed(r, false) {
-		writeError(w, http.StatusForbidden, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Forbidden: Host or Origin not allowed"))
+		endpoint.WriteError(w, http.StatusForbidden, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Forbidden: Host or Origin not allowed"))
 		return p, false
 	}
 	p, err := h.auth.Authenticate(r)
@@ -223,11 +216,8 @@ func (h *Handler) Admit(w http.ResponseWriter, r *http.Request) (p auth.Principa
 	return p, true
 }
 
-// MaxBodyBytes returns the request body limit in bytes (Options.MaxBodyBytes).
-func (h *Handler) MaxBodyBytes() int64 { return h.max }
-
 // check runs the header and metadata validation and returns the parsed request.
-func (h *Handler) check(r *http.Request, req *jsonrpc.Request) (*mcpserver.Incoming, *jsonrpc.Error) {
+func (h *Handler) check(r *http.Request, req *jsonrpc.Request) (*transport.Incoming, *jsonrpc.Error) {
 	version, ok := headerValue(r.Header, mcp.HeaderProtocolVersion)
 	if !ok {
 		return nil, mismatch("MCP-Protocol-Version header missing, repeated or not plain ASCII")
@@ -247,7 +237,7 @@ func (h *Handler) check(r *http.Request, req *jsonrpc.Request) (*mcpserver.Incom
 			return nil, mismatch("Mcp-Name has invalid base64")
 		}
 	}
-	in, jerr := mcpserver.Parse(req)
+	in, jerr := transport.Parse(req)
 	if jerr != nil {
 		return nil, jerr
 	}
@@ -397,31 +387,6 @@ func (hs hostSet) allowed(r *http.Request, nullOrigin bool) bool {
 	return true
 }
 
-// WriteError answers with HTTP status and a JSON-RPC error response for
-// id (the zero ID when the request's id is unknown), as this handler
-// answers its own refusals; package legacy uses it so both eras refuse
-// alike.
-func WriteError(w http.ResponseWriter, status int, id jsonrpc.ID, e *jsonrpc.Error) {
-	writeError(w, status, id, e)
-}
-
-func writeError(w http.ResponseWriter, status int, id jsonrpc.ID, e *jsonrpc.Error) {
-	writeJSON(w, status, &jsonrpc.Response{ID: id, Error: e})
-}
-
-func writeJSON(w http.ResponseWriter, status int, resp *jsonrpc.Response) {
-	b, err := json.Marshal(resp)
-	if err != nil {
-		b, _ = json.Marshal(&jsonrpc.Response{ID: resp.ID, Error: jsonrpc.NewError(jsonrpc.CodeInternalError, "Internal error")})
-		status = http.StatusInternalServerError
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
-	w.WriteHeader(status)
-	b = append(b, '\n')
-	_, _ = w.Write(b)
-}
-
 // streamWriter answers with plain JSON unless the handler sends a
 // notification first; then the response becomes an SSE stream that ends
 // with the final response (HTTP-S-06, HTTP-S-08, HTTP-S-09).
@@ -502,13 +467,13 @@ func (s *streamWriter) finish(resp *jsonrpc.Response) {
 	if !s.sse {
 		status := http.StatusOK
 		if resp.Error != nil {
-			status = StatusFor(resp.Error.Code)
+			status = endpoint.StatusFor(resp.Error.Code)
 			if rd, ok := resp.Error.Data.(mcpserver.RetryData); ok && rd.Retryable {
 				status = http.StatusServiceUnavailable
 				s.w.Header().Set("Retry-After", strconv.Itoa((rd.RetryAfterMs+999)/1000))
 			}
 		}
-		writeJSON(s.w, status, resp)
+		endpoint.WriteJSON(s.w, status, resp)
 		return
 	}
 	b, err := json.Marshal(resp)
@@ -534,3 +499,23 @@ func AllowHosts(hosts []string, next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// endpointView is a Handler as another handler on its endpoint sees it
+// (endpoint.Endpoint).
+type endpointView Handler
+
+func init() {
+	endpoint.Register(func(h any) endpoint.Endpoint {
+		sh, ok := h.(*Handler)
+		if !ok || sh == nil {
+			panic("streamhttp: endpoint.Of needs a non-nil *streamhttp.Handler")
+		}
+		return (*endpointView)(sh)
+	})
+}
+
+func (v *endpointView) Admit(w http.ResponseWriter, r *http.Request) (auth.Principal, bool) {
+	return (*Handler)(v).admit(w, r)
+}
+
+func (v *endpointView) MaxBodyBytes() int64 { return v.max }

@@ -16,6 +16,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/mcp-elicit/elicit/internal/transport"
 	"github.com/mcp-elicit/elicit/jsonrpc"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
@@ -99,7 +100,7 @@ func (c *tester) call(method, caps string, params map[string]any, extraMeta ...s
 		c.t.Fatalf("DecodeRequest(%s): %v", body, jerr)
 	}
 	var r reply
-	in, jerr := mcpserver.Parse(req)
+	in, jerr := transport.Parse(req)
 	if jerr != nil {
 		c.t.Fatalf("Parse(%s): %v", body, jerr)
 	}
@@ -114,7 +115,7 @@ func (c *tester) call(method, caps string, params map[string]any, extraMeta ...s
 		r.Notes = append(r.Notes, obj(string(b)))
 		return nil
 	}
-	resp := c.s.Serve(context.Background(), in, "", notify)
+	resp := transport.Of(c.s).Serve(context.Background(), in, "", notify)
 	out, err := resp.MarshalJSON()
 	if err != nil {
 		c.t.Fatal(err)
@@ -315,7 +316,7 @@ func TestCustomHeaderTool(t *testing.T) {
 	if region["type"] != "string" || region["x-mcp-header"] != "Region" {
 		t.Errorf("region property = %v", region)
 	}
-	params, ok := c.s.ToolHeaderParams("test_custom_header")
+	params, ok := transport.Of(c.s).ToolHeaderParams("test_custom_header")
 	if !ok || len(params) != 1 || params[0].Header != "Region" {
 		t.Errorf("ToolHeaderParams = %v, %v", params, ok)
 	}

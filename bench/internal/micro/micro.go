@@ -25,6 +25,7 @@ import (
 	"github.com/mcp-elicit/elicit/bench/internal/impl/elicitsrv"
 	"github.com/mcp-elicit/elicit/bench/internal/wire"
 	"github.com/mcp-elicit/elicit/elicit"
+	"github.com/mcp-elicit/elicit/internal/transport"
 	"github.com/mcp-elicit/elicit/jsonrpc"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
@@ -143,7 +144,7 @@ func DecodeRequest(b *testing.B) {
 	}
 }
 
-// ParseParams runs mcpserver.Parse (params and _meta) on a decoded tools/call.
+// ParseParams runs transport.Parse (params and _meta) on a decoded tools/call.
 func ParseParams(b *testing.B) {
 	req, jerr := jsonrpc.DecodeRequest(wire.CallBody(7))
 	if jerr != nil {
@@ -151,7 +152,7 @@ func ParseParams(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, jerr := mcpserver.Parse(req); jerr != nil {
+		if _, jerr := transport.Parse(req); jerr != nil {
 			b.Fatal(jerr)
 		}
 	}
