@@ -35,6 +35,13 @@
 // https links that pass url-safe (Config.FetchLinks). It never prints the
 // tokens it was given, nor the password of the endpoint URL's userinfo
 // or the HTTP Basic credentials made of it (Config.Redact).
+//
+// # Public surface
+//
+// Run with a Config returns a Report of Results (Verdict, the Case*
+// names, Summary, Effects); StartError (with its Kind* values) and
+// ErrConfig when no check could start; LinkPolicy (Fetch*) and
+// ClientInfo.
 package check
 
 import (

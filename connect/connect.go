@@ -25,6 +25,15 @@
 //
 // Mount the handler at "/ui/" (and at "/connect/" for OAuth providers):
 // mux.Handle("/ui/", svc.Handler()).
+//
+// # Public surface
+//
+// New with Options gives a Service: Handler (the pages), StartFlow,
+// Flow, FlowURL, Secret, HasSecret, OAuthToken, OAuthClient,
+// AddOAuthProvider (OAuthProvider), Now. IdentityProvider and
+// IdentityMismatch for the same-user check; LoadOrCreateMasterKey and
+// MasterKeyFile for the vault key; the cookie, path, TTL and size
+// constants a server's own routing and retention must agree with.
 package connect
 
 import (

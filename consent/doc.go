@@ -20,4 +20,11 @@
 // Every string from the server is shown through SafeText's rules (the
 // module's one sanitizer, also used by the elicit command and package
 // check): control, bidi and invisible characters appear as escapes.
+//
+// # Public surface
+//
+// Terminal (with HumanModel); InspectURL, URLReport, Warning and
+// WarningKind, RenderURL, AskerLines and SafeText for hosts that draw
+// their own consent screen; RootFromPath and IsTerminal; the errors
+// ErrDeclined, ErrRefusedRequest, ErrRefusedURL, ErrUnusableForm.
 package consent

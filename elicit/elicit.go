@@ -72,6 +72,17 @@
 // refused too (Field.DeclareNotSecret overrides it in FormSchema).
 // Passport and national ID numbers are personal data, not secrets, and are
 // not matched. docs/secret-guard.md has the details.
+//
+// # Public surface
+//
+// Building forms: FormFor, MustFormFor, FormSchema and Field with its
+// constructors (String, Number, Integer, Boolean, Enum, TitledEnum,
+// MultiEnum, TitledMultiEnum, Choice, Format). Reading schemas: Schema,
+// Property, ParseSchema (a server's own questions, secret guard on),
+// ParseSchemaForAnswers (a question already asked). Reading answers:
+// DecodeAnswer, Answer, Outcome, Decode and AnswerOf, ValidationError,
+// Problem. Safety checks: CheckURL, LooksSecret, LooksSecretProperty,
+// SecretHint, and the errors ErrBadSchema, ErrSecretField, ErrUnsafeURL.
 package elicit
 
 import (

@@ -4,6 +4,11 @@
 //
 // Spec: JSON-RPC 2.0 §4–§5, as profiled by MCP 2026-07-28 basic/index.mdx
 // (ids are strings or integers, never null).
+//
+// # Public surface
+//
+// DecodeRequest; Request, Response, Notification, ID (IntID, StringID),
+// Error (NewError) and the Code* constants; Version.
 package jsonrpc
 
 import (

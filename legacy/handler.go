@@ -61,12 +61,16 @@
 // for that answer (at most two seconds) so go-sdk does not drop it.
 //
 // Authentication, the Host/Origin check and the body limit are the
-// streamhttp handler's (Admit, MaxBodyBytes), applied before go-sdk sees
-// the request. The caller's subject reaches go-sdk as auth.TokenInfo.UserID,
+// streamhttp handler's, applied before go-sdk sees the request. The
+// caller's subject reaches go-sdk as auth.TokenInfo.UserID,
 // which also binds each session to the user who opened it (go-sdk answers
 // 403 to another user). That handover goes through go-sdk's bearer-token
 // middleware, so an authenticator that names a subject must read an
 // "Authorization: Bearer" header (auth.DemoBearer does).
+//
+// # Public surface
+//
+// NewHandler, Handler (an http.Handler with Close), Options and Versions.
 package legacy
 
 import (

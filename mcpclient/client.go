@@ -23,6 +23,15 @@
 // MCP server, *ProtocolError for a server that broke the protocol;
 // ErrRoundLimit, ErrStateOnlyLimit, ErrStreamEnded and ErrToolDropped are
 // sentinels. Bad server input is an error, never a panic.
+//
+// # Public surface
+//
+// New, Client and Options; Handlers (what the client answers, and the
+// capabilities it declares) and Asker (who asks, for a consent screen);
+// InputRequired, InputRequest and Retry for callers that drive the rounds
+// themselves; Progress; the error types and sentinels above; RawRequest
+// and Client.SendRaw, which break the echo rules on purpose, for tools
+// that test servers; DefaultClientInfo and the Default* limits.
 package mcpclient
 
 import (

@@ -9,6 +9,16 @@
 // A Store never sees plaintext secrets: callers pass sealed (encrypted)
 // blobs, keeping third-party credentials out of the database in the clear
 // (SEC-U-S-08, SEC-U-S-10).
+//
+// # Public surface
+//
+// For servers: Store and its parts (Ledger, Effects, KeyRing) with their
+// plain types (Flow, Session, Operation, Record, StateKey, Retention,
+// SweepResult) and errors (ErrNotFound, ErrConflict, ErrUnavailable,
+// ErrStorageFull). For driver authors, so every driver keeps one
+// contract: CheckRecordKey, RecordData, SealingKey, Unavailable, RunSweep
+// with SweepDeleter and SweepBatch, and the Max* limits; store/storetest
+// checks a driver against it.
 package store
 
 import (
