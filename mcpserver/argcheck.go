@@ -7,6 +7,7 @@ import (
 	"math"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -150,90 +151,122 @@ func (n *node) validate(v any, path string, filled *bool) []problem {
 	if n == nil {
 		return nil
 	}
-	var probs []problem
-	bad := func(format string, args ...any) []problem {
-		name := path
-		if name == "" {
-			name = "arguments"
-		}
-		return append(probs, problem(strconv.Quote(name)+" "+fmt.Sprintf(format, args...)))
+	if msg := n.typeProblem(v); msg != "" {
+		return []problem{at(path, msg)}
 	}
-	if n.types != nil {
-		got, ok := jsonType(v), false
-		for _, t := range n.types {
-			ok = ok || t == got || (t == "number" && got == "integer")
-		}
-		if !ok {
-			var want []string
-			for _, t := range n.types {
-				if t != "null" {
-					want = append(want, typeWords[t])
-				}
-			}
-			return bad("must be %s", strings.Join(want, " or "))
-		}
+	if n.enum != nil && !slices.Contains(n.enum, v) {
+		return []problem{at(path, "must be one of "+enumList(n.enum))}
 	}
-	if n.enum != nil {
-		found := false
-		for _, e := range n.enum {
-			found = found || e == v
-		}
-		if !found {
-			return bad("must be one of %s", enumList(n.enum))
-		}
-	}
+	var msg string
 	switch x := v.(type) {
 	case string:
-		count := utf8.RuneCountInString(x)
-		switch {
-		case n.minLen != nil && count < *n.minLen:
-			return bad("must be at least %s", plural(*n.minLen, "character"))
-		case n.maxLen != nil && count > *n.maxLen:
-			return bad("must be at most %s", plural(*n.maxLen, "character"))
-		case n.pattern != nil && !n.pattern.MatchString(x):
-			return bad("must match the pattern %s", n.pattern)
-		}
-		if msg := typeschema.CheckFormat(n.format, x); msg != "" {
-			return bad("%s", msg)
-		}
+		msg = n.stringProblem(x)
 	case float64:
-		switch {
-		case n.min != nil && x < *n.min:
-			return bad("must be at least %s", strconv.FormatFloat(*n.min, 'f', -1, 64))
-		case n.max != nil && x > *n.max:
-			return bad("must be at most %s", strconv.FormatFloat(*n.max, 'f', -1, 64))
-		}
+		msg = n.numberProblem(x)
 	case []any:
-		switch {
-		case n.minItems != nil && len(x) < *n.minItems:
-			return bad("must have at least %s", plural(*n.minItems, "item"))
-		case n.maxItems != nil && len(x) > *n.maxItems:
-			return bad("must have at most %s", plural(*n.maxItems, "item"))
-		}
-		for i, it := range x {
-			probs = append(probs, n.items.validate(it, fmt.Sprintf("%s[%d]", path, i), filled)...)
-		}
+		return n.validateItems(x, path, filled)
 	case map[string]any:
-		for _, name := range n.order {
-			p := n.props[name]
-			if _, ok := x[name]; !ok && p != nil && p.hasDef && filled != nil {
-				x[name] = p.def
-				*filled = true
-			}
+		return n.validateMembers(x, path, filled)
+	}
+	if msg != "" {
+		return []problem{at(path, msg)}
+	}
+	return nil
+}
+
+// at words msg about the member at path ("arguments" for the whole value).
+func at(path, msg string) problem {
+	if path == "" {
+		path = "arguments"
+	}
+	return problem(strconv.Quote(path) + " " + msg)
+}
+
+// typeProblem checks the JSON type; an integer is a number too.
+func (n *node) typeProblem(v any) string {
+	if n.types == nil {
+		return ""
+	}
+	got := jsonType(v)
+	for _, t := range n.types {
+		if t == got || (t == "number" && got == "integer") {
+			return ""
 		}
-		for _, name := range n.required {
-			if _, ok := x[name]; !ok {
-				probs = append(probs, problem(strconv.Quote(member(path, name))+" is required"))
-			}
+	}
+	var want []string
+	for _, t := range n.types {
+		if t != "null" {
+			want = append(want, typeWords[t])
 		}
-		for _, name := range sortedKeys(x) {
-			if p, ok := n.props[name]; ok {
-				probs = append(probs, p.validate(x[name], member(path, name), filled)...)
-			} else if n.closed {
-				probs = append(probs, problem(strconv.Quote(member(path, name))+" is not a known argument"))
-			} else if n.values != nil {
-				probs = append(probs, n.values.validate(x[name], member(path, name), filled)...)
-			}
+	}
+	return "must be " + strings.Join(want, " or ")
+}
+
+// stringProblem checks length in characters, pattern and format.
+func (n *node) stringProblem(x string) string {
+	count := utf8.RuneCountInString(x)
+	switch {
+	case n.minLen != nil && count < *n.minLen:
+		return "must be at least " + plural(*n.minLen, "character")
+	case n.maxLen != nil && count > *n.maxLen:
+		return "must be at most " + plural(*n.maxLen, "character")
+	case n.pattern != nil && !n.pattern.MatchString(x):
+		return "must match the pattern " + n.pattern.String()
+	}
+	return typeschema.CheckFormat(n.format, x)
+}
+
+// numberProblem checks the inclusive bounds.
+func (n *node) numberProblem(x float64) string {
+	switch {
+	case n.min != nil && x < *n.min:
+		return "must be at least " + strconv.FormatFloat(*n.min, 'f', -1, 64)
+	case n.max != nil && x > *n.max:
+		return "must be at most " + strconv.FormatFloat(*n.max, 'f', -1, 64)
+	}
+	return ""
+}
+
+// validateItems checks the item count, then each item.
+func (n *node) validateItems(x []any, path string, filled *bool) []problem {
+	switch {
+	case n.minItems != nil && len(x) < *n.minItems:
+		return []problem{at(path, "must have at least "+plural(*n.minItems, "item"))}
+	case n.maxItems != nil && len(x) > *n.maxItems:
+		return []problem{at(path, "must have at most "+plural(*n.maxItems, "item"))}
+	}
+	var probs []problem
+	for i, it := range x {
+		probs = append(probs, n.items.validate(it, fmt.Sprintf("%s[%d]", path, i), filled)...)
+	}
+	return probs
+}
+
+// validateMembers fills defaults, then checks required members and each
+// member present, in name order so that messages are deterministic: a
+// known one against its schema, an unknown one refused when the object is
+// closed or checked against additionalProperties.
+func (n *node) validateMembers(x map[string]any, path string, filled *bool) []problem {
+	for _, name := range n.order {
+		p := n.props[name]
+		if _, ok := x[name]; !ok && p != nil && p.hasDef && filled != nil {
+			x[name] = p.def
+			*filled = true
+		}
+	}
+	var probs []problem
+	for _, name := range n.required {
+		if _, ok := x[name]; !ok {
+			probs = append(probs, problem(strconv.Quote(member(path, name))+" is required"))
+		}
+	}
+	for _, name := range sortedKeys(x) {
+		if p, ok := n.props[name]; ok {
+			probs = append(probs, p.validate(x[name], member(path, name), filled)...)
+		} else if n.closed {
+			probs = append(probs, problem(strconv.Quote(member(path, name))+" is not a known argument"))
+		} else if n.values != nil {
+			probs = append(probs, n.values.validate(x[name], member(path, name), filled)...)
 		}
 	}
 	return probs

@@ -415,131 +415,185 @@ func (r *Request) BindArguments(v any) error {
 	return bindStrict(raw, v)
 }
 
-func (s *Server) serveMRTR(ctx context.Context, in *transport.Incoming, principal string, notify transport.Notifier, h Handler, o HandlerOptions, vars map[string]string, ri *roundInfo) (any, error) {
-	var scratch roundInfo
-	if ri == nil {
-		ri = &scratch // not observed: record into a throwaway on the stack
+// call is one round of tools/call, prompts/get or resources/read being
+// served: the parsed request, who sent it, and the registration it reaches.
+type call struct {
+	in        *transport.Incoming
+	principal string
+	notify    transport.Notifier
+	h         Handler
+	opts      HandlerOptions
+	vars      map[string]string // a matched resource template's variables
+	ri        *roundInfo        // what Observe will need; nil when not observed
+	scratch   roundInfo         // ri when not observed
+	// binding is set by bind, when a state is opened or sealed; the
+	// argument digest is paid for only then.
+	binding reqstate.Binding
+}
+
+// bind computes the binding a requestState is opened and sealed with:
+// this user, method, target and arguments (RS-S-05).
+func (c *call) bind() error {
+	digest, err := reqstate.DigestArguments(c.in.Arguments)
+	if err != nil {
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: arguments are not valid JSON")
 	}
-	// The binding (with its argument digest) is only needed to open or
-	// seal a state, so a plain call does not pay for it.
-	var binding reqstate.Binding
-	bind := func() error {
-		digest, err := reqstate.DigestArguments(in.Arguments)
-		if err != nil {
-			return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: arguments are not valid JSON")
-		}
-		binding = reqstate.Binding{Principal: principal, Method: in.Method, Name: in.Name, ArgsDigest: digest}
-		return nil
+	c.binding = reqstate.Binding{Principal: c.principal, Method: c.in.Method, Name: c.in.Name, ArgsDigest: digest}
+	return nil
+}
+
+// serveMRTR serves one round (basic/patterns/mrtr.mdx): a first call
+// starts an operation, a retry resumes the one its requestState names;
+// the handler runs from the top; its reply becomes the complete result or
+// the next input_required.
+func (s *Server) serveMRTR(ctx context.Context, c *call) (any, error) {
+	if c.ri == nil {
+		c.ri = &c.scratch
 	}
-	req := &Request{Method: in.Method, Name: in.Name, Principal: principal, Meta: in.Meta, Arguments: in.Arguments,
-		TemplateVars: vars, notify: notify}
-	if in.RequestState != nil {
-		if err := bind(); err != nil {
-			return nil, err
-		}
-		claims, err := s.sealer.Open(*in.RequestState, binding)
-		if err != nil {
-			var re *reqstate.Error
-			reason := reqstate.Reason("unknown")
-			if errors.As(err, &re) {
-				reason = re.Reason
-			}
-			ri.refused = reason
-			// reqstate checks principal, method and target before expiry
-			// and arguments, so these two reasons mean an authentic state of
-			// this user for this target: serving it as a fresh call gives
-			// nothing a call without state would not.
-			switch {
-			case o.RestartStale && reason == reqstate.ReasonExpired:
-				req.Restart = RestartExpired
-			case o.RestartStale && reason == reqstate.ReasonArguments:
-				req.Restart = RestartArgumentsChanged
-			default:
-				s.log.Warn("mcpserver: requestState refused", "reason", string(reason), "method", in.Method, "name", in.Name, "principal", principal)
-				return nil, errInvalidState
-			}
-			ri.refused, ri.restart = "", req.Restart
-			s.log.Info("mcpserver: stale requestState, serving a fresh call", "reason", string(reason), "method", in.Method, "name", in.Name, "principal", principal)
-			req.opID = newOperationID()
-		} else {
-			ri.opID, ri.round = hex.EncodeToString(claims.OperationID[:]), int(claims.Round)
-			if int(claims.Round) >= s.maxRounds {
-				s.log.Warn("mcpserver: too many rounds", "method", in.Method, "name", in.Name, "round", claims.Round)
-				return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Too many rounds for one request")
-			}
-			iss, state, ok := decodePayload(claims.Payload)
-			if !ok {
-				s.log.Error("mcpserver: unreadable sealed payload", "method", in.Method, "name", in.Name)
-				return nil, errInvalidState
-			}
-			req.Round, req.opID, req.State, req.issued = int(claims.Round), claims.OperationID, state, iss
-			req.responses = in.InputResponses
-			if err := checkResponses(iss, in.InputResponses); err != nil {
-				return nil, err
-			}
-		}
-	} else {
+	in := c.in
+	req := &Request{Method: in.Method, Name: in.Name, Principal: c.principal, Meta: in.Meta, Arguments: in.Arguments,
+		TemplateVars: c.vars, notify: c.notify}
+	if in.RequestState == nil {
 		req.opID = newOperationID()
+	} else if err := s.resume(c, req); err != nil {
+		return nil, err
 	}
 	req.OperationID = hex.EncodeToString(req.opID[:])
-	ri.opID, ri.round = req.OperationID, req.Round
-	reply, err := h(ctx, req)
+	c.ri.opID, c.ri.round = req.OperationID, req.Round
+	reply, err := c.h(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	if ri.start != (time.Time{}) {
-		ri.summarize(req, reply)
+	if c.ri.start != (time.Time{}) {
+		c.ri.summarize(req, reply)
 	}
+	return s.finish(c, req, reply)
+}
+
+// resume opens a retry's requestState for this user, method, target and
+// arguments and hands the handler what earlier rounds sealed: the round,
+// the operation, the application state, and the answers to the questions
+// that were asked (MRTR-S-13). A state that does not open is refused with
+// one message (-32602, RS-S-06, RS-S-07) unless restart allows a fresh call.
+func (s *Server) resume(c *call, req *Request) error {
+	if err := c.bind(); err != nil {
+		return err
+	}
+	claims, err := s.sealer.Open(*c.in.RequestState, c.binding)
+	if err != nil {
+		return s.restart(c, req, err)
+	}
+	c.ri.opID, c.ri.round = hex.EncodeToString(claims.OperationID[:]), int(claims.Round)
+	if int(claims.Round) >= s.maxRounds {
+		s.log.Warn("mcpserver: too many rounds", "method", c.in.Method, "name", c.in.Name, "round", claims.Round)
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Too many rounds for one request")
+	}
+	iss, state, ok := decodePayload(claims.Payload)
+	if !ok {
+		s.log.Error("mcpserver: unreadable sealed payload", "method", c.in.Method, "name", c.in.Name)
+		return errInvalidState
+	}
+	req.Round, req.opID, req.State, req.issued = int(claims.Round), claims.OperationID, state, iss
+	req.responses = c.in.InputResponses
+	return checkResponses(iss, c.in.InputResponses)
+}
+
+// restart decides about a requestState that did not open. reqstate checks
+// principal, method and target before expiry and arguments, so an expired
+// state or one made for other arguments is an authentic state of this user
+// for this target: with HandlerOptions.RestartStale it is served as a
+// fresh call, which gives nothing a call without state would not. Anything
+// else is refused.
+func (s *Server) restart(c *call, req *Request, openErr error) error {
+	reason := reqstate.Reason("unknown")
+	var re *reqstate.Error
+	if errors.As(openErr, &re) {
+		reason = re.Reason
+	}
+	switch {
+	case c.opts.RestartStale && reason == reqstate.ReasonExpired:
+		req.Restart = RestartExpired
+	case c.opts.RestartStale && reason == reqstate.ReasonArguments:
+		req.Restart = RestartArgumentsChanged
+	default:
+		c.ri.refused = reason
+		s.log.Warn("mcpserver: requestState refused", "reason", string(reason), "method", c.in.Method, "name", c.in.Name, "principal", c.principal)
+		return errInvalidState
+	}
+	c.ri.restart = req.Restart
+	s.log.Info("mcpserver: stale requestState, serving a fresh call", "reason", string(reason), "method", c.in.Method, "name", c.in.Name, "principal", c.principal)
+	req.opID = newOperationID()
+	return nil
+}
+
+// finish turns the handler's reply into the round's result: the next
+// input_required, or the complete result of the method that was called.
+// A reply of another method's kind is a handler bug (-32603).
+func (s *Server) finish(c *call, req *Request, reply Reply) (any, error) {
+	method := c.in.Method
 	switch r := reply.(type) {
 	case *InputRequired:
-		if binding.Method == "" {
-			if err := bind(); err != nil {
+		if c.binding.Method == "" {
+			if err := c.bind(); err != nil {
 				return nil, err
 			}
 		}
-		return s.inputRequired(in, req, binding, r)
+		return s.inputRequired(c.in, req, c.binding, r)
 	case toolReply:
-		if in.Method != mcp.MethodToolsCall || r.r == nil {
-			break
+		if method == mcp.MethodToolsCall && r.r != nil {
+			return s.toolResult(r.r), nil
 		}
-		res := *r.r
-		res.ResultType = mcp.ResultTypeComplete
-		if res.Content == nil {
-			res.Content = []mcp.Content{}
-		}
-		res.Meta = mergeMeta(res.Meta, s.serverMeta())
-		return &res, nil
 	case promptReply:
-		if in.Method != mcp.MethodPromptsGet || r.r == nil {
-			break
+		if method == mcp.MethodPromptsGet && r.r != nil {
+			return s.promptResult(r.r), nil
 		}
-		res := *r.r
-		res.ResultType = mcp.ResultTypeComplete
-		if res.Messages == nil {
-			res.Messages = []mcp.PromptMessage{}
-		}
-		res.Meta = mergeMeta(res.Meta, s.serverMeta())
-		return &res, nil
 	case resourceReply:
-		if in.Method != mcp.MethodResourcesRead || r.r == nil {
-			break
+		if method == mcp.MethodResourcesRead && r.r != nil {
+			return s.resourceResult(c.in, r.r), nil
 		}
-		res := *r.r
-		res.ResultType = mcp.ResultTypeComplete
-		if res.CacheScope == "" {
-			res.TTLMs, res.CacheScope = ttlMs(s.opts.ReadCache.TTL), s.opts.ReadCache.Scope
-		}
-		if in.RequestState != nil || in.InputResponses != nil {
-			// MRTR-C-09: results of retries must not be cached.
-			res.TTLMs, res.CacheScope = 0, mcp.CacheScopePrivate
-		}
-		if res.Contents == nil {
-			res.Contents = []mcp.ResourceContents{}
-		}
-		res.Meta = mergeMeta(res.Meta, s.serverMeta())
-		return &res, nil
 	}
-	return nil, fmt.Errorf("handler for %s %q returned %T, which does not answer this method", in.Method, in.Name, reply)
+	return nil, fmt.Errorf("handler for %s %q returned %T, which does not answer this method", method, c.in.Name, reply)
+}
+
+// Complete results carry resultType "complete" (MRTR-S-15), empty lists
+// rather than null, and the server's identity in _meta (META-S-03).
+
+func (s *Server) toolResult(r *mcp.CallToolResult) *mcp.CallToolResult {
+	res := *r
+	res.ResultType = mcp.ResultTypeComplete
+	if res.Content == nil {
+		res.Content = []mcp.Content{}
+	}
+	res.Meta = mergeMeta(res.Meta, s.serverMeta())
+	return &res
+}
+
+func (s *Server) promptResult(r *mcp.GetPromptResult) *mcp.GetPromptResult {
+	res := *r
+	res.ResultType = mcp.ResultTypeComplete
+	if res.Messages == nil {
+		res.Messages = []mcp.PromptMessage{}
+	}
+	res.Meta = mergeMeta(res.Meta, s.serverMeta())
+	return &res
+}
+
+// resourceResult also fills the caching hints: Options.ReadCache when the
+// handler set none, and never cacheable for a retry (MRTR-C-09).
+func (s *Server) resourceResult(in *transport.Incoming, r *mcp.ReadResourceResult) *mcp.ReadResourceResult {
+	res := *r
+	res.ResultType = mcp.ResultTypeComplete
+	if res.CacheScope == "" {
+		res.TTLMs, res.CacheScope = ttlMs(s.opts.ReadCache.TTL), s.opts.ReadCache.Scope
+	}
+	if in.RequestState != nil || in.InputResponses != nil {
+		res.TTLMs, res.CacheScope = 0, mcp.CacheScopePrivate
+	}
+	if res.Contents == nil {
+		res.Contents = []mcp.ResourceContents{}
+	}
+	res.Meta = mergeMeta(res.Meta, s.serverMeta())
+	return &res
 }
 
 func mergeMeta(m, server mcp.ResultMeta) mcp.ResultMeta {

@@ -85,20 +85,24 @@ func newObserved(t *testing.T) *observed {
 
 const capsAll = `{"elicitation":{"form":{},"url":{}}}`
 
+// start calls tool for alice and returns the requestState of its first
+// round, checking what the Observer saw.
+func (o *observed) start(t *testing.T, tool string) string {
+	t.Helper()
+	r, err := o.call(t, toolCall(tool, capsAll, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := o.last(t); got.Outcome != OutcomeInputRequired || got.Round != 0 || len(got.OperationID) != 32 || got.Name != tool || got.Principal != "alice" {
+		t.Fatalf("first call: %+v", got)
+	}
+	return r["requestState"].(string)
+}
+
 func TestObserverOutcomes(t *testing.T) {
 	o := newObserved(t)
-	start := func(tool string) string {
-		r, err := o.call(t, toolCall(tool, capsAll, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := o.last(t); got.Outcome != OutcomeInputRequired || got.Round != 0 || len(got.OperationID) != 32 || got.Name != tool || got.Principal != "alice" {
-			t.Fatalf("first call: %+v", got)
-		}
-		return r["requestState"].(string)
-	}
-	formState := start("form")
-	pageState := start("page")
+	formState := o.start(t, "form")
+	pageState := o.start(t, "page")
 	accept := `{"opts":{"action":"accept","content":{"level":"summary"}}}`
 	tests := []struct {
 		name      string
@@ -139,16 +143,12 @@ func TestObserverOutcomes(t *testing.T) {
 		})
 	}
 	// Expired: refused without RestartStale, served fresh with it.
-	restartState := start("restartable")
+	restartState := o.start(t, "restartable")
 	o.clock.advance(reqstate.DefaultTTL + 2*time.Minute)
-	for _, tool := range []string{"form", "restartable"} {
-		st := formState
-		if tool == "restartable" {
-			st = restartState
-		}
-		_, _ = o.call(t, toolCall(tool, capsAll, retry(st, accept)))
+	for _, st := range []struct{ tool, state string }{{"form", formState}, {"restartable", restartState}} {
+		_, _ = o.call(t, toolCall(st.tool, capsAll, retry(st.state, accept)))
 		if got := o.last(t); got.Outcome != OutcomeExpired {
-			t.Fatalf("%s with an expired state: %+v", tool, got)
+			t.Fatalf("%s with an expired state: %+v", st.tool, got)
 		}
 	}
 	if got := o.last(t); got.Restart != RestartExpired || got.Round != 0 || got.Code != 0 {

@@ -590,6 +590,7 @@ func (s *Server) dispatch(ctx context.Context, in *transport.Incoming, principal
 	if staticMethods[in.Method] {
 		return s.staticResult(in)
 	}
+	c := &call{in: in, principal: principal, notify: notify, ri: ri}
 	switch in.Method {
 	case mcp.MethodCompletionComplete:
 		return s.serveComplete(ctx, in)
@@ -600,7 +601,7 @@ func (s *Server) dispatch(ctx context.Context, in *transport.Incoming, principal
 		if e == nil {
 			return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Unknown tool: %s", clipName(in.Name))
 		}
-		return s.serveMRTR(ctx, in, principal, notify, e.handler, e.opts, nil, ri)
+		c.h, c.opts = e.handler, e.opts
 	case mcp.MethodPromptsGet:
 		s.mu.RLock()
 		e := s.promptIdx[in.Name]
@@ -611,15 +612,16 @@ func (s *Server) dispatch(ctx context.Context, in *transport.Incoming, principal
 		if err := checkPromptArgs(e.prompt, in.Arguments); err != nil {
 			return nil, err
 		}
-		return s.serveMRTR(ctx, in, principal, notify, e.handler, e.opts, nil, ri)
+		c.h, c.opts = e.handler, e.opts
 	case mcp.MethodResourcesRead:
-		h, o, vars := s.findResource(in.Name)
-		if h == nil {
+		c.h, c.opts, c.vars = s.findResource(in.Name)
+		if c.h == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Resource not found", Data: map[string]string{"uri": clipName(in.Name)}}
 		}
-		return s.serveMRTR(ctx, in, principal, notify, h, o, vars, ri)
+	default:
+		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: %s", in.Method)
 	}
-	return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: %s", in.Method)
+	return s.serveMRTR(ctx, c)
 }
 
 func checkCursor(in *transport.Incoming) error {

@@ -216,26 +216,36 @@ func TestMethods(t *testing.T) {
 	if caps["tools"] == nil || caps["prompts"] == nil || caps["resources"] == nil || caps["completions"] != nil {
 		t.Fatalf("capabilities %v", caps)
 	}
-	if _, err := c.call(t, `{"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{`+meta+`}}`); err == nil || err.Code != -32601 {
-		t.Fatalf("unadvertised completion: %v", err)
+	tests := []struct {
+		name, method, params string
+		code                 int    // 0: a complete result
+		want                 string // in the result, or in the error's data
+	}{
+		{"unadvertised completion", "completion/complete", ``, -32601, ""},
+		{"missing prompt argument", "prompts/get", `"name":"p",`, -32602, ""},
+		{"prompt", "prompts/get", `"name":"p","arguments":{"a":"x"},`, 0, `"resultType":"complete"`},
+		{"template read", "resources/read", `"uri":"test://t/123/data",`, 0, `"text":"123"`},
+		{"missing resource", "resources/read", `"uri":"test://none",`, -32602, `{"uri":"test://none"}`},
+		{"requestState on tools/list", "tools/list", `"requestState":"x",`, -32602, ""},
 	}
-	if _, err := c.call(t, `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p",`+meta+`}}`); err == nil || err.Code != -32602 {
-		t.Fatalf("missing prompt arg: %v", err)
+	for _, tt := range tests {
+		r, err := c.call(t, `{"jsonrpc":"2.0","id":1,"method":"`+tt.method+`","params":{`+tt.params+meta+`}}`)
+		got := mustJSON(r)
+		if err != nil {
+			got = mustJSON(err.Data)
+		}
+		if code := errCode(err); code != tt.code || !strings.Contains(got, tt.want) {
+			t.Errorf("%s: %s %v; want code %d and %s", tt.name, got, err, tt.code, tt.want)
+		}
 	}
-	if r, err := c.call(t, `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p","arguments":{"a":"x"},`+meta+`}}`); err != nil || r["resultType"] != "complete" {
-		t.Fatalf("prompt: %v %v", r, err)
+}
+
+// errCode is the code of err, 0 for none.
+func errCode(err *jsonrpc.Error) int {
+	if err == nil {
+		return 0
 	}
-	r, err = c.call(t, `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"test://t/123/data",`+meta+`}}`)
-	if err != nil || !strings.Contains(mustJSON(r), `"text":"123"`) {
-		t.Fatalf("template read: %v %v", r, err)
-	}
-	_, err = c.call(t, `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"test://none",`+meta+`}}`)
-	if err == nil || err.Code != -32602 || mustJSON(err.Data) != `{"uri":"test://none"}` {
-		t.Fatalf("missing resource: %v", err)
-	}
-	if _, err := c.call(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"requestState":"x",`+meta+`}}`); err == nil || err.Code != -32602 {
-		t.Fatalf("requestState on tools/list: %v", err)
-	}
+	return err.Code
 }
 
 func mustJSON(v any) string { b, _ := json.Marshal(v); return string(b) }

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -240,6 +241,9 @@ func applyTags(t reflect.Type, s *jsonschema.Schema, path string) error {
 	return nil
 }
 
+// applyFieldTags adds what a field's tags say to s, the schema inferred
+// for it: title, description and x-mcp-header on the field; the value
+// keywords on its value, or on its items when it is a list.
 func applyFieldTags(ft reflect.Type, s *jsonschema.Schema, tg typeschema.Tags) error {
 	for ft.Kind() == reflect.Pointer {
 		ft = ft.Elem()
@@ -247,12 +251,7 @@ func applyFieldTags(ft reflect.Type, s *jsonschema.Schema, tg typeschema.Tags) e
 	if tg.EnumTitles != nil || tg.NotSecret != "" {
 		return errors.New("enumTitles and notSecret are for forms (elicit.FormFor), not tool arguments")
 	}
-	if tg.Title != "" {
-		s.Title = tg.Title
-	}
-	if tg.Description != "" {
-		s.Description = tg.Description
-	}
+	s.Title, s.Description = cmp.Or(tg.Title, s.Title), cmp.Or(tg.Description, s.Description)
 	if tg.Header != "" {
 		if s.Extra == nil {
 			s.Extra = map[string]any{}
@@ -267,11 +266,27 @@ func applyFieldTags(ft reflect.Type, s *jsonschema.Schema, tg typeschema.Tags) e
 		for elem.Kind() == reflect.Pointer {
 			elem = elem.Elem()
 		}
-		s.MinItems, s.MaxItems = orInt(tg.MinItems, s.MinItems), orInt(tg.MaxItems, s.MaxItems)
+		s.MinItems, s.MaxItems = cmp.Or(tg.MinItems, s.MinItems), cmp.Or(tg.MaxItems, s.MaxItems)
 	} else if tg.MinItems != nil || tg.MaxItems != nil {
 		return errors.New("minItems and maxItems apply to lists")
 	}
-	k := elem.Kind()
+	if err := applyValueTags(target, elem.Kind(), tg); err != nil {
+		return err
+	}
+	if !tg.HasDefault {
+		return nil
+	}
+	def, err := tagDefault(elem.Kind(), tg.Default, isList)
+	if err != nil {
+		return err
+	}
+	s.Default, _ = json.Marshal(def)
+	return nil
+}
+
+// applyValueTags sets the keywords that constrain a value of kind k:
+// pattern, format and lengths on strings, bounds on numbers, and enum.
+func applyValueTags(target *jsonschema.Schema, k reflect.Kind, tg typeschema.Tags) error {
 	isString := k == reflect.String
 	isNumber := k >= reflect.Int && k <= reflect.Float64
 	if (tg.Pattern != "" || tg.Format != "" || tg.MinLength != nil || tg.MaxLength != nil) && !isString {
@@ -280,14 +295,9 @@ func applyFieldTags(ft reflect.Type, s *jsonschema.Schema, tg typeschema.Tags) e
 	if (tg.Minimum != nil || tg.Maximum != nil) && !isNumber {
 		return errors.New("minimum and maximum apply to numbers")
 	}
-	target.Pattern, target.Format = tg.Pattern, or(tg.Format, target.Format)
-	target.MinLength, target.MaxLength = orInt(tg.MinLength, target.MinLength), orInt(tg.MaxLength, target.MaxLength)
-	if tg.Minimum != nil {
-		target.Minimum = tg.Minimum
-	}
-	if tg.Maximum != nil {
-		target.Maximum = tg.Maximum
-	}
+	target.Pattern, target.Format = tg.Pattern, cmp.Or(tg.Format, target.Format)
+	target.MinLength, target.MaxLength = cmp.Or(tg.MinLength, target.MinLength), cmp.Or(tg.MaxLength, target.MaxLength)
+	target.Minimum, target.Maximum = cmp.Or(tg.Minimum, target.Minimum), cmp.Or(tg.Maximum, target.Maximum)
 	for _, e := range tg.Enum {
 		v, err := typeschema.Scalar(k, e)
 		if err != nil {
@@ -295,43 +305,28 @@ func applyFieldTags(ft reflect.Type, s *jsonschema.Schema, tg typeschema.Tags) e
 		}
 		target.Enum = append(target.Enum, v)
 	}
-	if tg.HasDefault {
-		var def any
-		if isList {
-			var list []any
-			for _, e := range strings.Split(tg.Default, "|") {
-				v, err := typeschema.Scalar(k, e)
-				if err != nil {
-					return fmt.Errorf("default entry %q: %v", e, err)
-				}
-				list = append(list, v)
-			}
-			def = list
-		} else {
-			v, err := typeschema.Scalar(k, tg.Default)
-			if err != nil {
-				return fmt.Errorf("default %q: %v", tg.Default, err)
-			}
-			def = v
-		}
-		b, _ := json.Marshal(def)
-		s.Default = b
-	}
 	return nil
 }
 
-func or(a, b string) string {
-	if a != "" {
-		return a
+// tagDefault reads a default tag as a value of kind k, or as a list of
+// them separated by "|".
+func tagDefault(k reflect.Kind, raw string, isList bool) (any, error) {
+	if !isList {
+		v, err := typeschema.Scalar(k, raw)
+		if err != nil {
+			return nil, fmt.Errorf("default %q: %v", raw, err)
+		}
+		return v, nil
 	}
-	return b
-}
-
-func orInt(a, b *int) *int {
-	if a != nil {
-		return a
+	var list []any
+	for _, e := range strings.Split(raw, "|") {
+		v, err := typeschema.Scalar(k, e)
+		if err != nil {
+			return nil, fmt.Errorf("default entry %q: %v", e, err)
+		}
+		list = append(list, v)
 	}
-	return b
+	return list, nil
 }
 
 // decodeArguments checks the raw arguments against the schema and decodes
