@@ -238,22 +238,9 @@ func badf(format string, args ...any) error {
 // parse implements ParseSchema and ParseSchemaForAnswers; notSecret names
 // properties whose secret check the caller overrode (FormSchema).
 func parse(raw json.RawMessage, mode parseMode, notSecret map[string]bool) (*Schema, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &top); err != nil || top == nil {
-		return nil, badf("requestedSchema must be a JSON object")
-	}
-	for k := range top {
-		if deniedKeywords[k] && k != "properties" && k != "additionalProperties" {
-			return nil, badf("keyword %q is not allowed in a form schema (flat primitives only, ELI-S-06)", k)
-		}
-	}
-	var typ string
-	if err := json.Unmarshal(top["type"], &typ); err != nil || typ != "object" {
-		return nil, badf(`type must be "object"`)
-	}
-	propsRaw, ok := top["properties"]
-	if !ok || len(propsRaw) == 0 || propsRaw[0] != '{' {
-		return nil, badf("properties must be an object")
+	propsRaw, required, err := parseTop(raw)
+	if err != nil {
+		return nil, err
 	}
 	order, err := objectKeys(propsRaw)
 	if err != nil {
@@ -263,12 +250,7 @@ func parse(raw json.RawMessage, mode parseMode, notSecret map[string]bool) (*Sch
 	if err := json.Unmarshal(propsRaw, &props); err != nil {
 		return nil, badf("properties: malformed JSON")
 	}
-	s := &Schema{Properties: make(map[string]*Property, len(order)), Order: order}
-	if r, ok := top["required"]; ok && string(r) != "null" {
-		if err := json.Unmarshal(r, &s.Required); err != nil {
-			return nil, badf("required must be an array of property names")
-		}
-	}
+	s := &Schema{Properties: make(map[string]*Property, len(order)), Order: order, Required: required}
 	for _, name := range order {
 		if _, dup := s.Properties[name]; dup {
 			return nil, badf("property %q appears twice", name)
@@ -280,21 +262,12 @@ func parse(raw json.RawMessage, mode parseMode, notSecret map[string]bool) (*Sch
 				return nil, err
 			}
 		}
-		p, err := parseProperty(name, props[name], mode)
-		if err != nil {
+		if s.Properties[name], err = parseProperty(name, props[name], mode); err != nil {
 			return nil, err
 		}
-		s.Properties[name] = p
 	}
-	seen := map[string]bool{}
-	for _, r := range s.Required {
-		if _, ok := s.Properties[r]; !ok {
-			return nil, badf("required %q is not a property", r)
-		}
-		if seen[r] {
-			return nil, badf("required %q is listed twice", r)
-		}
-		seen[r] = true
+	if err := checkRequired(s); err != nil {
+		return nil, err
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
@@ -304,7 +277,94 @@ func parse(raw json.RawMessage, mode parseMode, notSecret map[string]bool) (*Sch
 	return s, nil
 }
 
+// parseTop checks the schema object itself: only flat keywords, "type":
+// "object", a properties object; it returns properties and required.
+func parseTop(raw json.RawMessage) (props json.RawMessage, required []string, err error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil || top == nil {
+		return nil, nil, badf("requestedSchema must be a JSON object")
+	}
+	for k := range top {
+		if deniedKeywords[k] && k != "properties" && k != "additionalProperties" {
+			return nil, nil, badf("keyword %q is not allowed in a form schema (flat primitives only, ELI-S-06)", k)
+		}
+	}
+	var typ string
+	if err := json.Unmarshal(top["type"], &typ); err != nil || typ != "object" {
+		return nil, nil, badf(`type must be "object"`)
+	}
+	props, ok := top["properties"]
+	if !ok || len(props) == 0 || props[0] != '{' {
+		return nil, nil, badf("properties must be an object")
+	}
+	if r, ok := top["required"]; ok && string(r) != "null" {
+		if err := json.Unmarshal(r, &required); err != nil {
+			return nil, nil, badf("required must be an array of property names")
+		}
+	}
+	return props, required, nil
+}
+
+// checkRequired: every required name is a property, listed once.
+func checkRequired(s *Schema) error {
+	seen := map[string]bool{}
+	for _, r := range s.Required {
+		if _, ok := s.Properties[r]; !ok {
+			return badf("required %q is not a property", r)
+		}
+		if seen[r] {
+			return badf("required %q is listed twice", r)
+		}
+		seen[r] = true
+	}
+	return nil
+}
+
+// parseProperty reads one property: one of the primitive definitions of
+// the spec (string, number or integer, boolean, enum, multi-select),
+// with only the keywords that apply to its type, and a default that fits.
 func parseProperty(name string, raw json.RawMessage, mode parseMode) (*Property, error) {
+	rp, err := decodeProperty(name, raw)
+	if err != nil {
+		return nil, err
+	}
+	p := &Property{Type: rp.Type, Title: rp.Title, Description: rp.Description, Format: rp.Format,
+		MinLength: rp.MinLength, MaxLength: rp.MaxLength, Minimum: rp.Minimum, Maximum: rp.Maximum,
+		MinItems: rp.MinItems, MaxItems: rp.MaxItems}
+	switch rp.Type {
+	case "string":
+		err = parseString(name, rp, p, mode)
+	case "number", "integer":
+		if rp.Minimum != nil && rp.Maximum != nil && *rp.Minimum > *rp.Maximum {
+			err = badf("property %q: minimum is above maximum", name)
+		}
+	case "boolean":
+	case "array":
+		err = parseMultiSelect(name, rp, p, mode)
+	case "":
+		err = badf("property %q: type is missing", name)
+	default:
+		err = badf("property %q: type %q is not a form primitive (string, number, integer, boolean, or array for multi-select)", name, rp.Type)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(rp.Default) > 0 && string(rp.Default) != "null" {
+		def, err := decodeDefault(rp.Default)
+		if err != nil {
+			return nil, badf("property %q: default is not a string, number, boolean or list of strings", name)
+		}
+		if pr := p.check(name, def); pr != nil {
+			return nil, badf("property %q: default does not fit: %s", name, pr.Message)
+		}
+		p.Default = normalize(p, def)
+	}
+	return p, nil
+}
+
+// decodeProperty decodes a property object, refusing keywords that would
+// make the form non-flat and keywords that do not apply to its type.
+func decodeProperty(name string, raw json.RawMessage) (*rawProp, error) {
 	var kw map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &kw); err != nil || kw == nil {
 		return nil, badf("property %q must be an object", name)
@@ -327,104 +387,89 @@ func parseProperty(name string, raw json.RawMessage, mode parseMode) (*Property,
 			return nil, badf("property %q: keyword %q does not apply to type %q", name, k, rp.Type)
 		}
 	}
-	p := &Property{Type: rp.Type, Title: rp.Title, Description: rp.Description, Format: rp.Format,
-		MinLength: rp.MinLength, MaxLength: rp.MaxLength, Minimum: rp.Minimum, Maximum: rp.Maximum,
-		MinItems: rp.MinItems, MaxItems: rp.MaxItems}
-	switch rp.Type {
-	case "string":
-		if !formats[rp.Format] {
-			return nil, badf("property %q: format %q is not one of email, uri, date, date-time", name, rp.Format)
-		}
-		if err := checkBounds(name, "minLength", "maxLength", rp.MinLength, rp.MaxLength); err != nil {
-			return nil, err
-		}
-		switch {
-		case rp.Enum != nil && rp.OneOf != nil:
-			return nil, badf("property %q: enum and oneOf together", name)
-		case rp.EnumNames != nil && rp.Enum == nil:
-			return nil, badf("property %q: enumNames without enum", name)
-		case rp.Enum != nil:
-			p.Enum = rp.Enum
-			if rp.EnumNames != nil {
-				if len(rp.EnumNames) != len(rp.Enum) {
-					return nil, badf("property %q: enumNames and enum differ in length", name)
-				}
-				p.EnumTitles = rp.EnumNames
-			}
-		case rp.OneOf != nil:
-			var err error
-			if p.Enum, p.EnumTitles, err = choices(name, "oneOf", rp.OneOf, mode); err != nil {
-				return nil, err
-			}
-		}
-		if p.Enum != nil {
-			if err := checkChoices(name, p.Enum); err != nil {
-				return nil, err
-			}
-		}
-	case "number", "integer":
-		if rp.Minimum != nil && rp.Maximum != nil && *rp.Minimum > *rp.Maximum {
-			return nil, badf("property %q: minimum is above maximum", name)
-		}
-	case "boolean":
-	case "array":
-		if len(rp.Items) == 0 {
-			return nil, badf("property %q: a multi-select needs items", name)
-		}
-		var ikw map[string]json.RawMessage
-		if err := json.Unmarshal(rp.Items, &ikw); err != nil || ikw == nil {
-			return nil, badf("property %q: items must be an object", name)
-		}
-		for k := range ikw {
-			if k != "type" && k != "enum" && k != "anyOf" {
-				return nil, badf("property %q: items may only hold type, enum or anyOf (arrays are multi-select string enums), not %q", name, k)
-			}
-		}
-		var it rawItems
-		if err := json.Unmarshal(rp.Items, &it); err != nil {
-			return nil, badf("property %q: items are malformed", name)
-		}
-		if it.Type != "" && it.Type != "string" {
-			return nil, badf("property %q: items must be strings (no arrays of %s)", name, it.Type)
-		}
-		switch {
-		case it.Enum != nil && it.AnyOf != nil:
-			return nil, badf("property %q: items hold enum and anyOf together", name)
-		case it.Enum != nil:
-			if it.Type != "string" {
-				return nil, badf(`property %q: untitled multi-select items need "type":"string"`, name)
-			}
-			p.Enum = it.Enum
-		case it.AnyOf != nil:
-			var err error
-			if p.Enum, p.EnumTitles, err = choices(name, "items.anyOf", it.AnyOf, mode); err != nil {
-				return nil, err
-			}
-		default:
-			return nil, badf("property %q: arrays must be multi-select string enums", name)
-		}
-		if err := checkChoices(name, p.Enum); err != nil {
-			return nil, err
-		}
-		if err := checkBounds(name, "minItems", "maxItems", rp.MinItems, rp.MaxItems); err != nil {
-			return nil, err
-		}
-	case "":
-		return nil, badf("property %q: type is missing", name)
+	return &rp, nil
+}
+
+// parseString reads a string property: a known format, sane length
+// bounds, and choices from enum (with legacy enumNames) or titled oneOf.
+func parseString(name string, rp *rawProp, p *Property, mode parseMode) error {
+	if !formats[rp.Format] {
+		return badf("property %q: format %q is not one of email, uri, date, date-time", name, rp.Format)
+	}
+	if err := checkBounds(name, "minLength", "maxLength", rp.MinLength, rp.MaxLength); err != nil {
+		return err
+	}
+	var err error
+	switch {
+	case rp.Enum != nil && rp.OneOf != nil:
+		return badf("property %q: enum and oneOf together", name)
+	case rp.EnumNames != nil && rp.Enum == nil:
+		return badf("property %q: enumNames without enum", name)
+	case rp.EnumNames != nil && len(rp.EnumNames) != len(rp.Enum):
+		return badf("property %q: enumNames and enum differ in length", name)
+	case rp.Enum != nil:
+		p.Enum, p.EnumTitles = rp.Enum, rp.EnumNames
+	case rp.OneOf != nil:
+		p.Enum, p.EnumTitles, err = choices(name, "oneOf", rp.OneOf, mode)
 	default:
-		return nil, badf("property %q: type %q is not a form primitive (string, number, integer, boolean, or array for multi-select)", name, rp.Type)
+		return nil
 	}
-	if len(rp.Default) > 0 && string(rp.Default) != "null" {
-		def, err := decodeDefault(rp.Default)
-		if err != nil {
-			return nil, badf("property %q: default is not a string, number, boolean or list of strings", name)
-		}
-		if pr := p.check(name, def); pr != nil {
-			return nil, badf("property %q: default does not fit: %s", name, pr.Message)
-		}
-		p.Default = normalize(p, def)
+	if err != nil {
+		return err
 	}
-	return p, nil
+	return checkChoices(name, p.Enum)
+}
+
+// parseMultiSelect reads an array property, which a form allows only as a
+// multi-select of strings: items with an enum or a titled anyOf.
+func parseMultiSelect(name string, rp *rawProp, p *Property, mode parseMode) error {
+	it, err := decodeItems(name, rp.Items)
+	if err != nil {
+		return err
+	}
+	switch {
+	case it.Enum != nil && it.AnyOf != nil:
+		return badf("property %q: items hold enum and anyOf together", name)
+	case it.Enum != nil && it.Type != "string":
+		return badf(`property %q: untitled multi-select items need "type":"string"`, name)
+	case it.Enum != nil:
+		p.Enum = it.Enum
+	case it.AnyOf != nil:
+		if p.Enum, p.EnumTitles, err = choices(name, "items.anyOf", it.AnyOf, mode); err != nil {
+			return err
+		}
+	default:
+		return badf("property %q: arrays must be multi-select string enums", name)
+	}
+	if err := checkChoices(name, p.Enum); err != nil {
+		return err
+	}
+	return checkBounds(name, "minItems", "maxItems", rp.MinItems, rp.MaxItems)
+}
+
+// decodeItems decodes a multi-select's items: an object of strings that
+// holds only type, enum or anyOf.
+func decodeItems(name string, raw json.RawMessage) (*rawItems, error) {
+	if len(raw) == 0 {
+		return nil, badf("property %q: a multi-select needs items", name)
+	}
+	var ikw map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &ikw); err != nil || ikw == nil {
+		return nil, badf("property %q: items must be an object", name)
+	}
+	for k := range ikw {
+		if k != "type" && k != "enum" && k != "anyOf" {
+			return nil, badf("property %q: items may only hold type, enum or anyOf (arrays are multi-select string enums), not %q", name, k)
+		}
+	}
+	var it rawItems
+	if err := json.Unmarshal(raw, &it); err != nil {
+		return nil, badf("property %q: items are malformed", name)
+	}
+	if it.Type != "" && it.Type != "string" {
+		return nil, badf("property %q: items must be strings (no arrays of %s)", name, it.Type)
+	}
+	return &it, nil
 }
 
 func choices(name, where string, list []constTitle, mode parseMode) (values, titles []string, err error) {

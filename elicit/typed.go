@@ -98,6 +98,8 @@ func formFor(t reflect.Type) (*Schema, error) {
 	return FormSchema(fields...)
 }
 
+// formField builds the form field of one struct field: its kind from the
+// Go type, then what its tags say.
 func formField(f typeschema.Field) (*Field, error) {
 	tg, err := typeschema.ParseTags(f.StructField)
 	if err != nil {
@@ -110,45 +112,9 @@ func formField(f typeschema.Field) (*Field, error) {
 	if ft.Kind() == reflect.Pointer {
 		ft = ft.Elem()
 	}
-	kind := ft.Kind()
-	var fd *Field
-	switch {
-	case ft == timeType:
-		fd = String(f.Name).Format(FormatDateTime)
-	case kind == reflect.String && tg.EnumTitles != nil:
-		fd = TitledEnum(f.Name, choicesOf(tg)...)
-	case kind == reflect.String && tg.Enum != nil:
-		fd = Enum(f.Name, tg.Enum...)
-	case kind == reflect.String:
-		fd = String(f.Name)
-	case kind == reflect.Bool:
-		fd = Boolean(f.Name)
-	case kind >= reflect.Int && kind <= reflect.Int64:
-		fd = Integer(f.Name)
-	case kind >= reflect.Uint && kind <= reflect.Uint64:
-		fd = Integer(f.Name)
-		if tg.Minimum == nil {
-			fd.Minimum(0)
-		}
-	case kind == reflect.Float32 || kind == reflect.Float64:
-		fd = Number(f.Name)
-	case (kind == reflect.Slice || kind == reflect.Array) && ft.Elem().Kind() == reflect.String:
-		switch {
-		case tg.EnumTitles != nil:
-			fd = TitledMultiEnum(f.Name, choicesOf(tg)...)
-		case tg.Enum != nil:
-			fd = MultiEnum(f.Name, tg.Enum...)
-		default:
-			return nil, fmt.Errorf("a list in a form is a multi-select: give it an enum tag (ELI-S-06)")
-		}
-	case kind == reflect.Struct:
-		return nil, fmt.Errorf("nested objects cannot be asked in form mode (flat primitives only, ELI-S-06)")
-	case kind == reflect.Map:
-		return nil, fmt.Errorf("maps cannot be asked in form mode (flat primitives only, ELI-S-06)")
-	case kind == reflect.Slice || kind == reflect.Array:
-		return nil, fmt.Errorf("lists of %s cannot be asked in form mode: only multi-selects of strings (ELI-S-06)", ft.Elem())
-	default:
-		return nil, fmt.Errorf("a %s cannot be asked in form mode (flat primitives only, ELI-S-06)", ft)
+	fd, err := fieldOfType(f.Name, ft, tg)
+	if err != nil {
+		return nil, err
 	}
 	if tg.Enum != nil && fd.kind < kindEnum {
 		return nil, fmt.Errorf("enum applies to strings and lists of strings in a form")
@@ -161,6 +127,80 @@ func formField(f typeschema.Field) (*Field, error) {
 	if !f.Optional {
 		fd.Required()
 	}
+	applyFieldTags(fd, tg)
+	if !tg.HasDefault {
+		return fd, nil
+	}
+	var def any = tg.Default // a time.Time's default is its text
+	switch {
+	case fd.kind == kindMultiEnum || fd.kind == kindTitledMultiEnum:
+		def = strings.Split(tg.Default, "|")
+	case ft != timeType:
+		if def, err = typeschema.Scalar(ft.Kind(), tg.Default); err != nil {
+			return nil, fmt.Errorf("default %q: %v", tg.Default, err)
+		}
+	}
+	fd.Default(def)
+	return fd, nil
+}
+
+// fieldOfType picks the primitive a Go type is asked as (ELI-S-06):
+// text (an enum or a titled enum with an enum tag), date-time for a
+// time.Time, boolean, integer (at least 0 when unsigned), number, or a
+// multi-select for a list of strings.
+func fieldOfType(name string, ft reflect.Type, tg typeschema.Tags) (*Field, error) {
+	switch kind := ft.Kind(); {
+	case ft == timeType:
+		return String(name).Format(FormatDateTime), nil
+	case kind == reflect.String && tg.EnumTitles != nil:
+		return TitledEnum(name, choicesOf(tg)...), nil
+	case kind == reflect.String && tg.Enum != nil:
+		return Enum(name, tg.Enum...), nil
+	case kind == reflect.String:
+		return String(name), nil
+	case kind == reflect.Bool:
+		return Boolean(name), nil
+	case kind >= reflect.Int && kind <= reflect.Int64:
+		return Integer(name), nil
+	case kind >= reflect.Uint && kind <= reflect.Uint64 && tg.Minimum == nil:
+		return Integer(name).Minimum(0), nil
+	case kind >= reflect.Uint && kind <= reflect.Uint64:
+		return Integer(name), nil
+	case kind == reflect.Float32 || kind == reflect.Float64:
+		return Number(name), nil
+	case (kind == reflect.Slice || kind == reflect.Array) && ft.Elem().Kind() == reflect.String:
+		return multiSelectField(name, tg)
+	}
+	return nil, unaskable(ft)
+}
+
+// multiSelectField is a list of strings: a multi-select, so it needs choices.
+func multiSelectField(name string, tg typeschema.Tags) (*Field, error) {
+	switch {
+	case tg.EnumTitles != nil:
+		return TitledMultiEnum(name, choicesOf(tg)...), nil
+	case tg.Enum != nil:
+		return MultiEnum(name, tg.Enum...), nil
+	}
+	return nil, fmt.Errorf("a list in a form is a multi-select: give it an enum tag (ELI-S-06)")
+}
+
+// unaskable says why a type cannot be a form field.
+func unaskable(ft reflect.Type) error {
+	switch ft.Kind() {
+	case reflect.Struct:
+		return fmt.Errorf("nested objects cannot be asked in form mode (flat primitives only, ELI-S-06)")
+	case reflect.Map:
+		return fmt.Errorf("maps cannot be asked in form mode (flat primitives only, ELI-S-06)")
+	case reflect.Slice, reflect.Array:
+		return fmt.Errorf("lists of %s cannot be asked in form mode: only multi-selects of strings (ELI-S-06)", ft.Elem())
+	}
+	return fmt.Errorf("a %s cannot be asked in form mode (flat primitives only, ELI-S-06)", ft)
+}
+
+// applyFieldTags sets the constraints the tags give; FormSchema checks
+// that they apply to the field's kind.
+func applyFieldTags(fd *Field, tg typeschema.Tags) {
 	if tg.MinLength != nil {
 		fd.MinLength(*tg.MinLength)
 	}
@@ -185,19 +225,6 @@ func formField(f typeschema.Field) (*Field, error) {
 	if tg.NotSecret != "" {
 		fd.DeclareNotSecret(tg.NotSecret)
 	}
-	if tg.HasDefault {
-		var def any = tg.Default // a time.Time's default is its text
-		switch {
-		case fd.kind == kindMultiEnum || fd.kind == kindTitledMultiEnum:
-			def = strings.Split(tg.Default, "|")
-		case ft != timeType:
-			if def, err = typeschema.Scalar(kind, tg.Default); err != nil {
-				return nil, fmt.Errorf("default %q: %v", tg.Default, err)
-			}
-		}
-		fd.Default(def)
-	}
-	return fd, nil
 }
 
 func choicesOf(tg typeschema.Tags) []Choice {

@@ -3,6 +3,7 @@ package elicit
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -130,9 +131,10 @@ func TestFormForRefuses(t *testing.T) {
 func TestDecode(t *testing.T) {
 	s := MustFormFor[exportOptions]()
 	a := Decode[exportOptions](DecodeAnswer(json.RawMessage(`{"action":"accept","content":{"detail":"detailed","label":"Q3","notify":true,"copies":2,"email":"a@b.example","when":"2026-07-28T09:30:00Z","formats":["csv","pdf"],"count":3,"extra":"dropped"}}`), s))
-	v := a.Value
-	if a.Outcome != Accepted || v.Detail != "detailed" || v.Label != "Q3" || !v.Notify || v.Copies != 2 || v.Email == nil || *v.Email != "a@b.example" ||
-		!v.When.Equal(time.Date(2026, 7, 28, 9, 30, 0, 0, time.UTC)) || strings.Join(v.Formats, ",") != "csv,pdf" || v.Count != 3 {
+	email := "a@b.example"
+	want := exportOptions{Detail: "detailed", Label: "Q3", Notify: true, Copies: 2, Email: &email,
+		When: time.Date(2026, 7, 28, 9, 30, 0, 0, time.UTC), Formats: []string{"csv", "pdf"}, Count: 3}
+	if a.Outcome != Accepted || !reflect.DeepEqual(a.Value, want) {
 		t.Fatalf("accepted: %+v", a)
 	}
 	a = Decode[exportOptions](DecodeAnswer(json.RawMessage(`{"action":"accept","content":{"detail":"summary","label":"x","notify":false}}`), s))

@@ -117,78 +117,96 @@ func plural(n int, unit string) string {
 
 // check returns the problem of v against p, or nil.
 func (p *Property) check(name string, v any) *Problem {
-	bad := func(rule, msg string) *Problem {
-		return &Problem{Property: name, Rule: rule, Message: p.field(name) + ": " + msg}
-	}
-	wrongType := func(want string) *Problem { return bad("type", "must be "+want+", not "+kindOf(v)) }
+	var rule, msg string
 	switch p.Type {
 	case "string":
-		s, ok := v.(string)
-		if !ok {
-			return wrongType("text")
-		}
-		if p.Enum != nil {
-			if !contains(p.Enum, s) {
-				return bad("enum", "must be one of the choices")
-			}
-			return nil
-		}
-		if strings.IndexFunc(s, hiddenOrControl) >= 0 {
-			return bad("characters", "must not contain control characters or invisible formatting characters (such as text-direction overrides)")
-		}
-		n := utf8.RuneCountInString(s)
-		if p.MinLength != nil && n < *p.MinLength {
-			return bad("minLength", "must be at least "+plural(*p.MinLength, "character"))
-		}
-		if p.MaxLength != nil && n > *p.MaxLength {
-			return bad("maxLength", "must be at most "+plural(*p.MaxLength, "character"))
-		}
-		if msg := typeschema.CheckFormat(p.Format, s); msg != "" {
-			return bad("format", msg)
-		}
+		rule, msg = p.checkString(v)
 	case "number", "integer":
-		f, ok := toFloat(v)
-		if !ok {
-			return wrongType("a number")
-		}
-		if p.Type == "integer" && f != math.Trunc(f) {
-			return bad("integer", "must be a whole number")
-		}
-		if p.Minimum != nil && f < *p.Minimum {
-			return bad("minimum", "must be at least "+fmtNum(*p.Minimum))
-		}
-		if p.Maximum != nil && f > *p.Maximum {
-			return bad("maximum", "must be at most "+fmtNum(*p.Maximum))
-		}
+		rule, msg = p.checkNumber(v)
 	case "boolean":
 		if _, ok := v.(bool); !ok {
-			return wrongType("true or false")
+			rule, msg = wrongType("true or false", v)
 		}
 	case "array":
-		items, ok := toStrings(v)
-		if !ok {
-			return wrongType("a list of choices")
-		}
-		seen := make(map[string]bool, len(items))
-		for _, it := range items {
-			if !contains(p.Enum, it) {
-				return bad("enum", "must hold only the listed choices")
-			}
-			if seen[it] {
-				return bad("uniqueItems", "must not repeat a choice")
-			}
-			seen[it] = true
-		}
-		if p.MinItems != nil && len(items) < *p.MinItems {
-			return bad("minItems", fmt.Sprintf("choose at least %d", *p.MinItems))
-		}
-		if p.MaxItems != nil && len(items) > *p.MaxItems {
-			return bad("maxItems", fmt.Sprintf("choose at most %d", *p.MaxItems))
-		}
+		rule, msg = p.checkMultiSelect(v)
 	default:
-		return bad("type", "has a type forms do not support")
+		rule, msg = "type", "has a type forms do not support"
 	}
-	return nil
+	if rule == "" {
+		return nil
+	}
+	return &Problem{Property: name, Rule: rule, Message: p.field(name) + ": " + msg}
+}
+
+// A check below returns the rule v breaks and why, in words for the user
+// that never quote v; "" when v fits.
+
+func wrongType(want string, v any) (rule, msg string) {
+	return "type", "must be " + want + ", not " + kindOf(v)
+}
+
+// checkString: one of the choices, or the length in characters and the format.
+func (p *Property) checkString(v any) (rule, msg string) {
+	s, ok := v.(string)
+	switch n := utf8.RuneCountInString(s); {
+	case !ok:
+		return wrongType("text", v)
+	case p.Enum != nil && !contains(p.Enum, s):
+		return "enum", "must be one of the choices"
+	case p.Enum != nil:
+		return "", ""
+	case strings.IndexFunc(s, hiddenOrControl) >= 0:
+		return "characters", "must not contain control characters or invisible formatting characters (such as text-direction overrides)"
+	case p.MinLength != nil && n < *p.MinLength:
+		return "minLength", "must be at least " + plural(*p.MinLength, "character")
+	case p.MaxLength != nil && n > *p.MaxLength:
+		return "maxLength", "must be at most " + plural(*p.MaxLength, "character")
+	}
+	if msg := typeschema.CheckFormat(p.Format, s); msg != "" {
+		return "format", msg
+	}
+	return "", ""
+}
+
+// checkNumber: a number, whole for an integer, within the bounds.
+func (p *Property) checkNumber(v any) (rule, msg string) {
+	f, ok := toFloat(v)
+	switch {
+	case !ok:
+		return wrongType("a number", v)
+	case p.Type == "integer" && f != math.Trunc(f):
+		return "integer", "must be a whole number"
+	case p.Minimum != nil && f < *p.Minimum:
+		return "minimum", "must be at least " + fmtNum(*p.Minimum)
+	case p.Maximum != nil && f > *p.Maximum:
+		return "maximum", "must be at most " + fmtNum(*p.Maximum)
+	}
+	return "", ""
+}
+
+// checkMultiSelect: listed choices, none twice, as many as the bounds allow.
+func (p *Property) checkMultiSelect(v any) (rule, msg string) {
+	items, ok := toStrings(v)
+	if !ok {
+		return wrongType("a list of choices", v)
+	}
+	seen := make(map[string]bool, len(items))
+	for _, it := range items {
+		if !contains(p.Enum, it) {
+			return "enum", "must hold only the listed choices"
+		}
+		if seen[it] {
+			return "uniqueItems", "must not repeat a choice"
+		}
+		seen[it] = true
+	}
+	switch {
+	case p.MinItems != nil && len(items) < *p.MinItems:
+		return "minItems", fmt.Sprintf("choose at least %d", *p.MinItems)
+	case p.MaxItems != nil && len(items) > *p.MaxItems:
+		return "maxItems", fmt.Sprintf("choose at most %d", *p.MaxItems)
+	}
+	return "", ""
 }
 
 // kindOf names the kind of a decoded JSON value, never the value.
