@@ -183,62 +183,73 @@ func DecodeRequest(data []byte) (*Request, *Error) {
 		}
 		return nil, NewError(CodeInvalidRequest, "Invalid request: expected one JSON-RPC object (batches are not supported)")
 	}
-	var (
-		req                     Request
-		haveVersion, haveMethod bool
-		invalid                 *Error
-	)
+	var r requestReader
 	for dec.PeekKind() != '}' {
 		name, err := dec.ReadToken()
 		if err != nil {
-			return syntaxError(&req, err)
+			return syntaxError(&r.req, err)
 		}
-		key := name.String()
+		key := name.String() // before ReadValue, which voids name
 		val, err := dec.ReadValue()
 		if err != nil {
-			return syntaxError(&req, err)
+			return syntaxError(&r.req, err)
 		}
-		switch key {
-		case "jsonrpc":
-			if string(val) != `"2.0"` {
-				invalid = orErr(invalid, NewError(CodeInvalidRequest, `Invalid request: "jsonrpc" must be "2.0"`))
-			}
-			haveVersion = true
-		case "id":
-			if err := req.ID.UnmarshalJSON(val); err != nil {
-				invalid = orErr(invalid, NewError(CodeInvalidRequest, "Invalid request: id must be a string or an integer"))
-			}
-		case "method":
-			m, err := jsontext.AppendUnquote(nil, val)
-			if val.Kind() != '"' || err != nil || len(m) == 0 {
-				invalid = orErr(invalid, NewError(CodeInvalidRequest, `Invalid request: "method" must be a non-empty string`))
-			}
-			req.Method = string(m)
-			haveMethod = true
-		case "params":
-			if val.Kind() != '{' {
-				invalid = orErr(invalid, NewError(CodeInvalidRequest, `Invalid request: "params" must be an object`))
-			}
-			req.Params = append(json.RawMessage(nil), val...)
-		case "result", "error":
-			invalid = orErr(invalid, NewError(CodeInvalidRequest, "Invalid request: a response is not accepted here"))
-		default:
-			invalid = orErr(invalid, NewError(CodeInvalidRequest, "Invalid request: unknown member %q", key))
-		}
+		r.member(key, val)
 	}
 	if _, err := dec.ReadToken(); err != nil { // closing brace
-		return syntaxError(&req, err)
+		return syntaxError(&r.req, err)
 	}
 	if _, err := dec.ReadToken(); err != io.EOF {
 		return nil, NewError(CodeParseError, "Parse error: trailing data after the JSON object")
 	}
-	if invalid == nil && (!haveVersion || !haveMethod) {
-		invalid = NewError(CodeInvalidRequest, `Invalid request: "jsonrpc" and "method" are required`)
+	if r.invalid == nil && (!r.haveVersion || !r.haveMethod) {
+		r.invalid = NewError(CodeInvalidRequest, `Invalid request: "jsonrpc" and "method" are required`)
 	}
-	if invalid != nil {
-		return &Request{ID: req.ID}, invalid
+	if r.invalid != nil {
+		return &Request{ID: r.req.ID}, r.invalid
 	}
-	return &req, nil
+	return &r.req, nil
+}
+
+// requestReader collects a request's members; invalid is the first
+// reason the object is not a valid request.
+type requestReader struct {
+	req                     Request
+	haveVersion, haveMethod bool
+	invalid                 *Error
+}
+
+// member reads one member of the request object.
+func (r *requestReader) member(key string, val jsontext.Value) {
+	var bad *Error
+	switch key {
+	case "jsonrpc":
+		if string(val) != `"2.0"` {
+			bad = NewError(CodeInvalidRequest, `Invalid request: "jsonrpc" must be "2.0"`)
+		}
+		r.haveVersion = true
+	case "id":
+		if err := r.req.ID.UnmarshalJSON(val); err != nil {
+			bad = NewError(CodeInvalidRequest, "Invalid request: id must be a string or an integer")
+		}
+	case "method":
+		m, err := jsontext.AppendUnquote(nil, val)
+		if val.Kind() != '"' || err != nil || len(m) == 0 {
+			bad = NewError(CodeInvalidRequest, `Invalid request: "method" must be a non-empty string`)
+		}
+		r.req.Method = string(m)
+		r.haveMethod = true
+	case "params":
+		if val.Kind() != '{' {
+			bad = NewError(CodeInvalidRequest, `Invalid request: "params" must be an object`)
+		}
+		r.req.Params = append(json.RawMessage(nil), val...)
+	case "result", "error":
+		bad = NewError(CodeInvalidRequest, "Invalid request: a response is not accepted here")
+	default:
+		bad = NewError(CodeInvalidRequest, "Invalid request: unknown member %q", key)
+	}
+	r.invalid = orErr(r.invalid, bad)
 }
 
 var (
