@@ -88,13 +88,10 @@ func secretWarning(schema *elicit.Schema, requested json.RawMessage) string {
 // formLines fills the form in line mode: every field in order, then the
 // review, until submit, decline or cancel.
 func (s *session) formLines(ctx context.Context, f *form) (*mcp.ElicitResult, error) {
-	n := len(f.schema.Order)
 	fmt.Fprintf(s.out, "  Fields:   %d (* = required). Enter keeps the default shown; %s leaves a field empty; %s or %s stops at any prompt.\n",
-		n, escNone, escDecline, escCancel)
-	for i := range f.schema.Order {
-		if action, err := s.askField(ctx, f, i); action != "" || err != nil {
-			return result(action), err
-		}
+		len(f.schema.Order), escNone, escDecline, escCancel)
+	if res, err := s.askAll(ctx, f); res != nil || err != nil {
+		return res, err
 	}
 	for {
 		fmt.Fprintf(s.out, "\nReview your answers:\n")
@@ -112,41 +109,62 @@ func (s *session) formLines(ctx context.Context, f *form) (*mcp.ElicitResult, er
 		if action, ok := refusal(l, true); ok {
 			return result(action), nil
 		}
-		w := strings.ToLower(strings.TrimSpace(l))
-		switch w {
-		case wordSubmit:
-			// Check the whole answer against the schema before it leaves
-			// (ELI-C-06); on a problem, ask those fields again.
-			content, err := f.schema.ValidateContent(f.answers)
-			if err == nil {
-				return &mcp.ElicitResult{Action: mcp.ActionAccept, Content: content}, nil
-			}
-			fmt.Fprintf(s.out, "Not sent: %s\n", clean(err.Error()))
-			var ve *elicit.ValidationError
-			if errors.As(err, &ve) {
-				for _, pr := range ve.Problems {
-					if action, err := s.askField(ctx, f, f.index(pr.Property)); action != "" || err != nil {
-						return result(action), err
-					}
-				}
-			}
-			continue
-		case wordEdit:
-			for i := range f.schema.Order {
-				if action, err := s.askField(ctx, f, i); action != "" || err != nil {
-					return result(action), err
-				}
-			}
-			continue
+		if res, err := s.review(ctx, f, strings.ToLower(strings.TrimSpace(l))); res != nil || err != nil {
+			return res, err
 		}
-		if i, err := strconv.Atoi(w); err == nil && i >= 1 && i <= n {
-			if action, err := s.askField(ctx, f, i-1); action != "" || err != nil {
-				return result(action), err
-			}
-			continue
-		}
-		fmt.Fprintf(s.out, "Please type submit, a number from 1 to %d, edit, %s or %s.\n", n, escDecline, escCancel)
 	}
+}
+
+// review runs one review command: submit, edit (every field again), or a
+// field's number. A nil result means: show the review again.
+func (s *session) review(ctx context.Context, f *form, w string) (*mcp.ElicitResult, error) {
+	switch w {
+	case wordSubmit:
+		return s.submit(ctx, f)
+	case wordEdit:
+		return s.askAll(ctx, f)
+	}
+	if i, err := strconv.Atoi(w); err == nil && i >= 1 && i <= len(f.schema.Order) {
+		return s.ask(ctx, f, i-1)
+	}
+	fmt.Fprintf(s.out, "Please type submit, a number from 1 to %d, edit, %s or %s.\n", len(f.schema.Order), escDecline, escCancel)
+	return nil, nil
+}
+
+// submit checks the whole answer against the schema before it leaves
+// (ELI-C-06); on a problem it asks those fields again, and the review
+// goes on.
+func (s *session) submit(ctx context.Context, f *form) (*mcp.ElicitResult, error) {
+	content, err := f.schema.ValidateContent(f.answers)
+	if err == nil {
+		return &mcp.ElicitResult{Action: mcp.ActionAccept, Content: content}, nil
+	}
+	fmt.Fprintf(s.out, "Not sent: %s\n", clean(err.Error()))
+	var ve *elicit.ValidationError
+	if errors.As(err, &ve) {
+		for _, pr := range ve.Problems {
+			if res, err := s.ask(ctx, f, f.index(pr.Property)); res != nil || err != nil {
+				return res, err
+			}
+		}
+	}
+	return nil, nil
+}
+
+// askAll asks every field in order; ask asks field i. Their result is
+// the decline or cancel that stopped the user, nil when the answer is in.
+func (s *session) askAll(ctx context.Context, f *form) (*mcp.ElicitResult, error) {
+	for i := range f.schema.Order {
+		if res, err := s.ask(ctx, f, i); res != nil || err != nil {
+			return res, err
+		}
+	}
+	return nil, nil
+}
+
+func (s *session) ask(ctx context.Context, f *form, i int) (*mcp.ElicitResult, error) {
+	action, err := s.askField(ctx, f, i)
+	return result(action), err
 }
 
 func result(action string) *mcp.ElicitResult {

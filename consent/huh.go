@@ -138,107 +138,158 @@ func (s *session) huhFields(f *form) ([]huh.Field, []func()) {
 	var fields []huh.Field
 	var commits []func()
 	for _, name := range f.schema.Order {
-		p := f.schema.Properties[name]
-		title := clean(f.label(name))
-		if f.required(name) {
-			title += " *"
-		}
-		desc := hint(p, false)
-		if p.Description != "" {
-			desc = SafeText(p.Description) + "\n" + desc
-		}
-		check := func(v any) error {
-			if msg := f.problemFor(name, v); msg != "" {
-				return errors.New(msg)
-			}
-			return nil
-		}
-		cur, has := f.answers[name]
-		switch {
-		case p.Type == "string" && p.Enum == nil, p.Type == "number", p.Type == "integer":
-			text := ""
-			if has {
-				text = f.show(name)
-				if str, ok := cur.(string); ok {
-					text = str
-				}
-			}
-			read := func(t string) (any, error) {
-				if t == "" {
-					return nil, nil
-				}
-				v, msg := parseAnswer(p, t)
-				if msg != "" {
-					return nil, errors.New(msg)
-				}
-				return v, nil
-			}
-			fields = append(fields, huh.NewInput().Title(title).Description(desc).Value(&text).
-				Validate(func(t string) error {
-					v, err := read(t)
-					if err != nil {
-						return err
-					}
-					return check(v)
-				}))
-			commits = append(commits, func() { setAnswer(f, name, must(read(text))) })
-		case p.Type == "boolean" && (has || f.required(name)):
-			b, _ := cur.(bool)
-			fields = append(fields, huh.NewConfirm().Title(title).Description(desc).Affirmative("Yes").Negative("No").Value(&b))
-			commits = append(commits, func() { f.answers[name] = b })
-		case p.Type == "boolean":
-			v := noAnswer
-			fields = append(fields, huh.NewSelect[string]().Title(title).Description(desc).Options(
-				huh.NewOption("Yes", "yes"), huh.NewOption("No", "no"), huh.NewOption("(no answer)", noAnswer)).Value(&v))
-			commits = append(commits, func() {
-				if v == noAnswer {
-					setAnswer(f, name, nil)
-				} else {
-					f.answers[name] = v == "yes"
-				}
-			})
-		case p.Type == "string":
-			v, _ := cur.(string)
-			if !has {
-				v = noAnswer
-			}
-			opts := choiceOptions(p, nil)
-			if !f.required(name) {
-				opts = append(opts, huh.NewOption("(no answer)", noAnswer))
-			}
-			fields = append(fields, huh.NewSelect[string]().Title(title).Description(desc).Options(opts...).Value(&v).
-				Validate(func(v string) error {
-					if v == noAnswer {
-						return check(nil)
-					}
-					return check(v)
-				}))
-			commits = append(commits, func() {
-				if v == noAnswer {
-					setAnswer(f, name, nil)
-				} else {
-					f.answers[name] = v
-				}
-			})
-		case p.Type == "array":
-			vs, _ := cur.([]string)
-			vs = append([]string(nil), vs...)
-			ms := huh.NewMultiSelect[string]().Title(title).Description(desc).Value(&vs).Options(choiceOptions(p, vs)...).
-				Validate(func(v []string) error { return check(v) })
-			if p.MaxItems != nil && *p.MaxItems > 0 {
-				ms = ms.Limit(*p.MaxItems)
-			}
-			fields = append(fields, ms)
-			commits = append(commits, func() {
-				if len(vs) == 0 {
-					setAnswer(f, name, nil) // nothing chosen: no answer rather than []
-				} else {
-					f.answers[name] = append([]string{}, vs...)
-				}
-			})
+		field, commit := newHuhProperty(f, name).field()
+		if field != nil {
+			fields, commits = append(fields, field), append(commits, commit)
 		}
 	}
 	return fields, commits
+}
+
+// huhProperty is one property on its way to a terminal field.
+type huhProperty struct {
+	f           *form
+	name        string
+	p           *elicit.Property
+	title, desc string
+	cur         any  // the current answer
+	has         bool // whether there is one
+}
+
+func newHuhProperty(f *form, name string) *huhProperty {
+	p := f.schema.Properties[name]
+	title := clean(f.label(name))
+	if f.required(name) {
+		title += " *"
+	}
+	desc := hint(p, false)
+	if p.Description != "" {
+		desc = SafeText(p.Description) + "\n" + desc
+	}
+	cur, has := f.answers[name]
+	return &huhProperty{f: f, name: name, p: p, title: title, desc: desc, cur: cur, has: has}
+}
+
+// field picks the terminal field for the property's type: typed text for
+// strings and numbers, yes/no for a boolean (with "no answer" when it is
+// optional and unanswered), a select for one choice, a multi-select.
+func (hp *huhProperty) field() (huh.Field, func()) {
+	switch p := hp.p; {
+	case p.Type == "string" && p.Enum == nil, p.Type == "number", p.Type == "integer":
+		return hp.input()
+	case p.Type == "boolean" && (hp.has || hp.f.required(hp.name)):
+		b, _ := hp.cur.(bool)
+		return huh.NewConfirm().Title(hp.title).Description(hp.desc).Affirmative("Yes").Negative("No").Value(&b),
+			func() { hp.f.answers[hp.name] = b }
+	case p.Type == "boolean":
+		return hp.optionalBoolean()
+	case p.Type == "string":
+		return hp.choice()
+	case p.Type == "array":
+		return hp.multiSelect()
+	}
+	return nil, nil
+}
+
+// check is the schema's verdict on v, as the field's validation error.
+func (hp *huhProperty) check(v any) error {
+	if msg := hp.f.problemFor(hp.name, v); msg != "" {
+		return errors.New(msg)
+	}
+	return nil
+}
+
+// set stores v, or "no answer" for nil.
+func (hp *huhProperty) set(v any) {
+	if v == nil {
+		setAnswer(hp.f, hp.name, nil)
+		return
+	}
+	hp.f.answers[hp.name] = v
+}
+
+func (hp *huhProperty) input() (huh.Field, func()) {
+	text := ""
+	if hp.has {
+		text = hp.f.show(hp.name)
+		if str, ok := hp.cur.(string); ok {
+			text = str
+		}
+	}
+	read := func(t string) (any, error) {
+		if t == "" {
+			return nil, nil
+		}
+		v, msg := parseAnswer(hp.p, t)
+		if msg != "" {
+			return nil, errors.New(msg)
+		}
+		return v, nil
+	}
+	in := huh.NewInput().Title(hp.title).Description(hp.desc).Value(&text).
+		Validate(func(t string) error {
+			v, err := read(t)
+			if err != nil {
+				return err
+			}
+			return hp.check(v)
+		})
+	return in, func() { setAnswer(hp.f, hp.name, must(read(text))) }
+}
+
+func (hp *huhProperty) optionalBoolean() (huh.Field, func()) {
+	v := noAnswer
+	sel := huh.NewSelect[string]().Title(hp.title).Description(hp.desc).Options(
+		huh.NewOption("Yes", "yes"), huh.NewOption("No", "no"), huh.NewOption("(no answer)", noAnswer)).Value(&v)
+	return sel, func() {
+		if v == noAnswer {
+			hp.set(nil)
+		} else {
+			hp.set(v == "yes")
+		}
+	}
+}
+
+func (hp *huhProperty) choice() (huh.Field, func()) {
+	v, _ := hp.cur.(string)
+	if !hp.has {
+		v = noAnswer
+	}
+	opts := choiceOptions(hp.p, nil)
+	if !hp.f.required(hp.name) {
+		opts = append(opts, huh.NewOption("(no answer)", noAnswer))
+	}
+	sel := huh.NewSelect[string]().Title(hp.title).Description(hp.desc).Options(opts...).Value(&v).
+		Validate(func(v string) error {
+			if v == noAnswer {
+				return hp.check(nil)
+			}
+			return hp.check(v)
+		})
+	return sel, func() {
+		if v == noAnswer {
+			hp.set(nil)
+		} else {
+			hp.set(v)
+		}
+	}
+}
+
+func (hp *huhProperty) multiSelect() (huh.Field, func()) {
+	vs, _ := hp.cur.([]string)
+	vs = append([]string(nil), vs...)
+	ms := huh.NewMultiSelect[string]().Title(hp.title).Description(hp.desc).Value(&vs).Options(choiceOptions(hp.p, vs)...).
+		Validate(func(v []string) error { return hp.check(v) })
+	if hp.p.MaxItems != nil && *hp.p.MaxItems > 0 {
+		ms = ms.Limit(*hp.p.MaxItems)
+	}
+	return ms, func() {
+		if len(vs) == 0 {
+			hp.set(nil) // nothing chosen: no answer rather than []
+		} else {
+			hp.set(append([]string{}, vs...))
+		}
+	}
 }
 
 func must(v any, _ error) any { return v }

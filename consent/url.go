@@ -173,53 +173,71 @@ var hostProfile = idna.New(
 // with spaces or control characters, a host no browser would accept) is
 // refused with an error wrapping ErrRefusedURL.
 func InspectURL(raw string) (*URLReport, error) {
+	u, err := parseWebURL(raw)
+	if err != nil {
+		return nil, err
+	}
+	r := &URLReport{Raw: raw, Scheme: u.Scheme, Port: u.Port()}
+	if err := r.inspectHost(u.Hostname()); err != nil {
+		return nil, err
+	}
+	if u.User != nil {
+		return nil, fmt.Errorf("%w: it has %q before the host, a user name that makes it look like another site; the page is on %s",
+			ErrRefusedURL, clean(u.User.Username()), r.Host)
+	}
+	r.warnAboutSite()
+	if hasInvisible(raw) {
+		r.warn(WarnInvisible, "The URL holds invisible or direction-changing characters; they are shown percent-encoded.")
+	}
+	// Most serious first: a homograph matters more than the fact of IDN.
+	slices.SortStableFunc(r.Warnings, func(a, b Warning) int { return severity(a.Kind) - severity(b.Kind) })
+	r.rebuild(u)
+	return r, nil
+}
+
+// parseWebURL accepts only an absolute http or https URL with a host and
+// no spaces or control characters.
+func parseWebURL(raw string) (*url.URL, error) {
 	for _, c := range raw {
 		if c < 0x20 || c == 0x7f || c == ' ' || (c >= 0x80 && c < 0xa0) {
 			return nil, fmt.Errorf("%w: it contains spaces or control characters", ErrRefusedURL)
 		}
 	}
 	u, err := url.Parse(raw)
-	if err != nil {
+	switch {
+	case err != nil:
 		return nil, fmt.Errorf("%w: not a valid URL", ErrRefusedURL)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		if u.Scheme == "" {
-			return nil, fmt.Errorf("%w: not an absolute URL (no scheme)", ErrRefusedURL)
-		}
+	case u.Scheme == "":
+		return nil, fmt.Errorf("%w: not an absolute URL (no scheme)", ErrRefusedURL)
+	case u.Scheme != "http" && u.Scheme != "https":
 		return nil, fmt.Errorf("%w: scheme %q is not http or https", ErrRefusedURL, clean(u.Scheme))
-	}
-	if u.Opaque != "" || u.Host == "" || u.Hostname() == "" {
+	case u.Opaque != "" || u.Host == "" || u.Hostname() == "":
 		return nil, fmt.Errorf("%w: the URL has no host", ErrRefusedURL)
 	}
-	r := &URLReport{Raw: raw, Scheme: u.Scheme, Port: u.Port()}
-	if err := r.inspectHost(u.Hostname()); err != nil {
-		return nil, err
-	}
+	return u, nil
+}
 
-	if r.IP && !r.Loopback {
+// warnAboutSite warns when nothing names who runs the page (an IP
+// address, no registrable domain) and when it is plain http to another
+// computer.
+func (r *URLReport) warnAboutSite() {
+	switch {
+	case r.IP && !r.Loopback:
 		r.warn(WarnIPLiteral, "The host is the IP address "+r.Host+", not a domain name: nothing names who runs it.")
-	} else if r.IP {
+	case r.IP:
 		r.warn(WarnIPLiteral, "The host is the IP address "+r.Host+" (this computer), not a domain name.")
 	}
 	if r.Scheme == "http" && !r.Loopback {
 		r.warn(WarnNotHTTPS, "The page is plain http, not https: what you type there can be read and changed on the way.")
 	}
-	if u.User != nil {
-		return nil, fmt.Errorf("%w: it has %q before the host, a user name that makes it look like another site; the page is on %s",
-			ErrRefusedURL, clean(u.User.Username()), r.Host)
-	}
 	if r.RegistrableDomain == "" && !r.IP && !r.Loopback {
 		r.warn(WarnNoRegistrableDomain, "No registrable domain can be derived from "+r.Host+": nothing names who owns it.")
 	}
-	if hasInvisible(raw) {
-		r.warn(WarnInvisible, "The URL holds invisible or direction-changing characters; they are shown percent-encoded.")
-	}
+}
 
-	// Most serious first: a homograph matters more than the fact of IDN.
-	slices.SortStableFunc(r.Warnings, func(a, b Warning) int { return severity(a.Kind) - severity(b.Kind) })
-
-	// Rebuild the URL from its parts so what is shown is exactly what
-	// would be opened: ASCII host, everything else ASCII-only.
+// rebuild sets URL and UnicodeURL from the parts, so that what is shown
+// is exactly what would be opened: ASCII host, everything else ASCII-only.
+func (r *URLReport) rebuild(u *url.URL) {
 	r.prefix = r.Scheme + "://"
 	r.hostIn = r.ASCIIHost
 	uniHost := r.Host
@@ -239,7 +257,6 @@ func InspectURL(raw string) (*URLReport, error) {
 	}
 	r.URL = r.prefix + r.hostIn + r.suffix
 	r.UnicodeURL = r.prefix + uniHost + r.suffix
-	return r, nil
 }
 
 func (r *URLReport) warn(k WarningKind, msg string) {
@@ -261,16 +278,7 @@ func (r *URLReport) inspectHost(written string) error {
 	// WHATWG URL: a host whose last label is a number is an IPv4 address,
 	// in whatever base it is written (http://0x7f.1/ is 127.0.0.1).
 	if endsInNumber(ascii) {
-		addr, ok := parseWHATWGIPv4(ascii)
-		if !ok {
-			return fmt.Errorf("%w: the host %q is not a valid IPv4 address", ErrRefusedURL, clean(written))
-		}
-		r.IP, r.Loopback = true, addr.IsLoopback()
-		r.Host, r.ASCIIHost = addr.String(), addr.String()
-		if ascii != addr.String() {
-			r.warn(WarnNormalizedHost, fmt.Sprintf("The host %q is an IP address written in an unusual form: browsers read it as %s.", clean(written), addr))
-		}
-		return nil
+		return r.inspectIPv4(written, ascii)
 	}
 	uni, err := hostProfile.ToUnicode(ascii)
 	if err != nil {
@@ -286,14 +294,33 @@ func (r *URLReport) inspectHost(written string) error {
 			r.UnicodeRegistrableDomain, _ = hostProfile.ToUnicode(d)
 		}
 	}
-
-	lw := strings.ToLower(written)
-	if lw != ascii && lw != uni {
+	if lw := strings.ToLower(written); lw != ascii && lw != uni {
 		r.warn(WarnNormalizedHost, fmt.Sprintf("The host is written as %q, which browsers read as %s.", clean(written), ascii))
 	}
 	if uni != ascii {
 		r.warn(WarnIDN, fmt.Sprintf("The host is an internationalized domain name: %s is really %s (punycode).", clean(uni), ascii))
 	}
+	r.warnScripts(uni, ascii)
+	return nil
+}
+
+// inspectIPv4 reads a host that browsers take for an IPv4 address.
+func (r *URLReport) inspectIPv4(written, ascii string) error {
+	addr, ok := parseWHATWGIPv4(ascii)
+	if !ok {
+		return fmt.Errorf("%w: the host %q is not a valid IPv4 address", ErrRefusedURL, clean(written))
+	}
+	r.IP, r.Loopback = true, addr.IsLoopback()
+	r.Host, r.ASCIIHost = addr.String(), addr.String()
+	if ascii != addr.String() {
+		r.warn(WarnNormalizedHost, fmt.Sprintf("The host %q is an IP address written in an unusual form: browsers read it as %s.", clean(written), addr))
+	}
+	return nil
+}
+
+// warnScripts warns about labels that mix writing systems, and about
+// labels in one other script that look like Latin letters.
+func (r *URLReport) warnScripts(uni, ascii string) {
 	var mixed, confusable []string
 	for _, label := range strings.Split(uni, ".") {
 		scripts := labelScripts(label)
@@ -312,7 +339,6 @@ func (r *URLReport) inspectHost(written string) error {
 		r.warn(WarnConfusable, fmt.Sprintf("Look-alike letters in the host: %s; it may imitate %q but it is %s.",
 			strings.Join(confusable, ", "), lookalike.Skeleton(uni), ascii))
 	}
-	return nil
 }
 
 // WHATWG URL forbidden host code points that idna leaves alone when STD3
