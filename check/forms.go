@@ -374,30 +374,11 @@ func fetchNoLogin(ctx context.Context, raw string, public bool) (*fetched, error
 	cl := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	next := start
 	for hop := 0; ; hop++ {
-		f.chain = append(f.chain, next.Path)
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, next.String(), nil)
+		loc, err := f.hop(ctx, cl, next)
 		if err != nil {
 			return nil, err
 		}
-		resp, err := cl.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		resp.Body.Close()
-		for _, ck := range resp.Cookies() {
-			if ck.MaxAge < 0 || ck.Value == "" {
-				continue // a deletion
-			}
-			if sessionCookie.MatchString(ck.Name) && !strings.Contains(strings.ToLower(ck.Name), "csrf") {
-				f.sessionCookies = append(f.sessionCookies, clip(ck.Name, 40))
-			} else {
-				f.otherCookies = append(f.otherCookies, clip(ck.Name, 40))
-			}
-		}
-		f.status, f.body = resp.StatusCode, string(body)
-		loc := resp.Header.Get("Location")
-		if resp.StatusCode < 300 || resp.StatusCode > 399 || loc == "" || hop == 5 {
+		if loc == "" || hop == 5 {
 			return f, nil
 		}
 		u, err := next.Parse(loc)
@@ -412,6 +393,43 @@ func fetchNoLogin(ctx context.Context, raw string, public bool) (*fetched, error
 			return f, nil
 		}
 		next = u
+	}
+}
+
+// hop GETs u, records its status, body (at most 64 KiB) and cookies, and
+// returns where a redirect points ("" for none).
+func (f *fetched) hop(ctx context.Context, cl *http.Client, u *url.URL) (location string, err error) {
+	f.chain = append(f.chain, u.Path)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := cl.Do(req)
+	if err != nil {
+		return "", err
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	f.recordCookies(resp.Cookies())
+	f.status, f.body = resp.StatusCode, string(body)
+	if resp.StatusCode < 300 || resp.StatusCode > 399 {
+		return "", nil
+	}
+	return resp.Header.Get("Location"), nil
+}
+
+// recordCookies notes the names of the cookies set (deletions aside),
+// session cookies apart from the others.
+func (f *fetched) recordCookies(cookies []*http.Cookie) {
+	for _, ck := range cookies {
+		if ck.MaxAge < 0 || ck.Value == "" {
+			continue // a deletion
+		}
+		if sessionCookie.MatchString(ck.Name) && !strings.Contains(strings.ToLower(ck.Name), "csrf") {
+			f.sessionCookies = append(f.sessionCookies, clip(ck.Name, 40))
+		} else {
+			f.otherCookies = append(f.otherCookies, clip(ck.Name, 40))
+		}
 	}
 }
 

@@ -95,23 +95,9 @@ var ErrConfig = errors.New("check: bad configuration")
 // speak 2026-07-28 gets a report whose cases are all "could not test",
 // with Report.DiscoveryError set.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
-	if cfg.URL == "" || cfg.Tool == "" {
-		return nil, fmt.Errorf("%w: a URL and a tool are needed", ErrConfig)
-	}
-	switch cfg.FetchLinks {
-	case "":
-		cfg.FetchLinks = FetchSafe
-	case FetchNever, FetchSafe, FetchAny:
-	default:
-		return nil, fmt.Errorf("%w: FetchLinks \"%s\" is not never, safe or any", ErrConfig, clipEscape(string(cfg.FetchLinks), 20))
-	}
-	args := json.RawMessage("{}")
-	if len(bytes.TrimSpace(cfg.Args)) > 0 {
-		var m map[string]any
-		if err := json.Unmarshal(cfg.Args, &m); err != nil || m == nil {
-			return nil, fmt.Errorf("%w: the arguments must be a JSON object", ErrConfig)
-		}
-		args = bytes.TrimSpace(cfg.Args)
+	args, err := cfg.check()
+	if err != nil {
+		return nil, err
 	}
 	newClient := func(token string) *mcpclient.Client {
 		return mcpclient.New(cfg.URL, &mcpclient.Options{HTTPClient: cfg.HTTPClient, Token: token, ClientInfo: ClientInfo, Logger: cfg.Logger})
@@ -137,44 +123,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return c.finish(rep), nil
 	}
 	rep.Server = c.a.Server()
-	tools, err := c.a.ListTools(ctx)
-	if err != nil {
-		if se := c.cfg.startError(mcp.MethodToolsList, err); se != nil {
-			return nil, se
-		}
-		return nil, &StartError{Kind: KindListFailed, Err: err,
-			Message: "tools/list failed: " + clipEscape(c.redact(strings.TrimPrefix(err.Error(), "mcpclient: ")), 200)}
-	}
-	c.tools = tools
-	for _, t := range tools {
-		if t.Name == cfg.Tool {
-			c.tool = t
-		}
-	}
-	if c.tool == nil {
-		return nil, &StartError{Kind: KindNoTool, Message: "the server lists no tool \"" + clipEscape(c.redact(cfg.Tool), 80) + "\""}
+	if err := c.findTool(ctx); err != nil {
+		return nil, err
 	}
 	rep.Effects.Annotations = c.tool.Annotations
-	if cfg.OtherTool != "" && c.otherTool() == nil {
-		return nil, &StartError{Kind: KindNoTool, Message: "no tool \"" + clipEscape(c.redact(cfg.OtherTool), 80) + "\" on the server (named as the other tool, --other-tool)"}
-	}
-	c.first = c.start(ctx, c.a, c.args, &c.full)
-	if c.first.err != nil {
-		if se := c.cfg.startError("the first tools/call", c.first.err); se != nil {
-			return nil, se
-		}
-	}
-	switch {
-	case c.first.err != nil || c.first.rpc != nil:
-		c.allCases(rep, CouldNotTest, "the first call failed: "+c.first.String())
-		return c.finish(rep), nil
-	case c.first.complete && c.first.isError:
-		c.allCases(rep, CouldNotTest, "the first call ended in an error result ("+c.first.String()+"), so the tool asked nothing to check; check the arguments, or call it as a user for which it asks")
-		return c.finish(rep), nil
-	case c.first.complete:
-		c.allCases(rep, NotApplicable, "the tool completed without asking for input ("+c.first.String()+"), so nothing can be checked for this user and these arguments; "+
-			"check it as a user it still asks, such as a fresh user (another --token; on a demo server any new user name), or with other --args")
-		return c.finish(rep), nil
+	if done, err := c.firstCall(ctx, rep); err != nil {
+		return nil, err
+	} else if done {
+		return rep, nil
 	}
 	c.findControl(ctx)
 	c.findChangedArgs(ctx)
@@ -184,6 +140,81 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.add(res)
 	}
 	return c.finish(rep), nil
+}
+
+// check refuses a Config no check can start from, sets FetchLinks'
+// default, and returns the arguments to call the tool with ({} when none).
+func (cfg *Config) check() (json.RawMessage, error) {
+	if cfg.URL == "" || cfg.Tool == "" {
+		return nil, fmt.Errorf("%w: a URL and a tool are needed", ErrConfig)
+	}
+	switch cfg.FetchLinks {
+	case "":
+		cfg.FetchLinks = FetchSafe
+	case FetchNever, FetchSafe, FetchAny:
+	default:
+		return nil, fmt.Errorf("%w: FetchLinks \"%s\" is not never, safe or any", ErrConfig, clipEscape(string(cfg.FetchLinks), 20))
+	}
+	if len(bytes.TrimSpace(cfg.Args)) == 0 {
+		return json.RawMessage("{}"), nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(cfg.Args, &m); err != nil || m == nil {
+		return nil, fmt.Errorf("%w: the arguments must be a JSON object", ErrConfig)
+	}
+	return bytes.TrimSpace(cfg.Args), nil
+}
+
+// findTool lists the tools and finds the one to check (and the other
+// tool, when one is named); a *StartError when it cannot.
+func (c *checker) findTool(ctx context.Context) error {
+	tools, err := c.a.ListTools(ctx)
+	if err != nil {
+		if se := c.cfg.startError(mcp.MethodToolsList, err); se != nil {
+			return se
+		}
+		return &StartError{Kind: KindListFailed, Err: err,
+			Message: "tools/list failed: " + clipEscape(c.redact(strings.TrimPrefix(err.Error(), "mcpclient: ")), 200)}
+	}
+	c.tools = tools
+	for _, t := range tools {
+		if t.Name == c.cfg.Tool {
+			c.tool = t
+		}
+	}
+	if c.tool == nil {
+		return &StartError{Kind: KindNoTool, Message: "the server lists no tool \"" + clipEscape(c.redact(c.cfg.Tool), 80) + "\""}
+	}
+	if c.cfg.OtherTool != "" && c.otherTool() == nil {
+		return &StartError{Kind: KindNoTool, Message: "no tool \"" + clipEscape(c.redact(c.cfg.OtherTool), 80) + "\" on the server (named as the other tool, --other-tool)"}
+	}
+	return nil
+}
+
+// firstCall makes the first tools/call, which every case builds on. When
+// it did not ask for input, no case can run: done is set and rep is
+// finished with every case "could not test" or "not applicable". A
+// *StartError means the call could not be made at all.
+func (c *checker) firstCall(ctx context.Context, rep *Report) (done bool, err error) {
+	c.first = c.start(ctx, c.a, c.args, &c.full)
+	if c.first.err != nil {
+		if se := c.cfg.startError("the first tools/call", c.first.err); se != nil {
+			return false, se
+		}
+	}
+	switch {
+	case c.first.err != nil || c.first.rpc != nil:
+		c.allCases(rep, CouldNotTest, "the first call failed: "+c.first.String())
+	case c.first.complete && c.first.isError:
+		c.allCases(rep, CouldNotTest, "the first call ended in an error result ("+c.first.String()+"), so the tool asked nothing to check; check the arguments, or call it as a user for which it asks")
+	case c.first.complete:
+		c.allCases(rep, NotApplicable, "the tool completed without asking for input ("+c.first.String()+"), so nothing can be checked for this user and these arguments; "+
+			"check it as a user it still asks, such as a fresh user (another --token; on a demo server any new user name), or with other --args")
+	default:
+		return false, nil
+	}
+	c.finish(rep)
+	return true, nil
 }
 
 // finish redacts the secrets (Config.Redact) from every string of the
