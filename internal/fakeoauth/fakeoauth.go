@@ -553,32 +553,7 @@ func (s *Server) token(r *http.Request) (map[string]any, error) {
 	now := s.now()
 	switch r.PostForm.Get("grant_type") {
 	case "authorization_code":
-		code := r.PostForm.Get("code")
-		g := s.codes[code]
-		switch {
-		case code == "" || g == nil:
-			return nil, &errTokenRequest{http.StatusBadRequest, "invalid_grant", "unknown authorization code"}
-		case g.used:
-			// RFC 6749 §4.1.2: a code used twice revokes what it gave.
-			for _, t := range g.issued {
-				delete(s.tokens, t)
-			}
-			return nil, &errTokenRequest{http.StatusBadRequest, "invalid_grant", "authorization code already used"}
-		case g.client != c.ID:
-			return nil, &errTokenRequest{http.StatusBadRequest, "invalid_grant", "authorization code was issued to another client"}
-		case !now.Before(g.expires):
-			return nil, &errTokenRequest{http.StatusBadRequest, "invalid_grant", "authorization code expired"}
-		case r.PostForm.Get("redirect_uri") != g.redirect:
-			return nil, &errTokenRequest{http.StatusBadRequest, "invalid_grant", "redirect_uri does not match the authorization request"}
-		case r.PostForm.Get("code_verifier") == "":
-			return nil, &errTokenRequest{http.StatusBadRequest, "invalid_request", "code_verifier is required (PKCE)"}
-		case !validVerifier(r.PostForm.Get("code_verifier")) || !equal(s256(r.PostForm.Get("code_verifier")), g.challenge):
-			return nil, &errTokenRequest{http.StatusBadRequest, "invalid_grant", "code_verifier does not match the code_challenge"}
-		}
-		g.used = true
-		body := s.issue(c.ID, g.user, g.scope, now)
-		g.issued = append(g.issued, body["access_token"].(string), body["refresh_token"].(string))
-		return body, nil
+		return s.redeemCode(r.PostForm, c, now)
 	case "refresh_token":
 		rt := r.PostForm.Get("refresh_token")
 		t := s.tokens[rt]
@@ -592,6 +567,37 @@ func (s *Server) token(r *http.Request) (map[string]any, error) {
 	default:
 		return nil, &errTokenRequest{http.StatusBadRequest, "unsupported_grant_type", "supported: authorization_code, refresh_token"}
 	}
+}
+
+// redeemCode answers the authorization_code grant (RFC 6749 §4.1.3 with
+// PKCE, RFC 7636 §4.6); s.mu is held.
+func (s *Server) redeemCode(form url.Values, c *Client, now time.Time) (map[string]any, error) {
+	code := form.Get("code")
+	g := s.codes[code]
+	switch {
+	case code == "" || g == nil:
+		return nil, &errTokenRequest{http.StatusBadRequest, "invalid_grant", "unknown authorization code"}
+	case g.used:
+		// RFC 6749 §4.1.2: a code used twice revokes what it gave.
+		for _, t := range g.issued {
+			delete(s.tokens, t)
+		}
+		return nil, &errTokenRequest{http.StatusBadRequest, "invalid_grant", "authorization code already used"}
+	case g.client != c.ID:
+		return nil, &errTokenRequest{http.StatusBadRequest, "invalid_grant", "authorization code was issued to another client"}
+	case !now.Before(g.expires):
+		return nil, &errTokenRequest{http.StatusBadRequest, "invalid_grant", "authorization code expired"}
+	case form.Get("redirect_uri") != g.redirect:
+		return nil, &errTokenRequest{http.StatusBadRequest, "invalid_grant", "redirect_uri does not match the authorization request"}
+	case form.Get("code_verifier") == "":
+		return nil, &errTokenRequest{http.StatusBadRequest, "invalid_request", "code_verifier is required (PKCE)"}
+	case !validVerifier(form.Get("code_verifier")) || !equal(s256(form.Get("code_verifier")), g.challenge):
+		return nil, &errTokenRequest{http.StatusBadRequest, "invalid_grant", "code_verifier does not match the code_challenge"}
+	}
+	g.used = true
+	body := s.issue(c.ID, g.user, g.scope, now)
+	g.issued = append(g.issued, body["access_token"].(string), body["refresh_token"].(string))
+	return body, nil
 }
 
 // issue mints an access and a refresh token; s.mu is held.

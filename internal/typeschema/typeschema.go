@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -99,21 +100,8 @@ func ParseTags(f reflect.StructField) (Tags, error) {
 	if _, ok := tag.Lookup("jsonschema"); ok && t.Description != "" {
 		return t, fmt.Errorf("both a description and a jsonschema tag")
 	}
-	if v, ok := tag.Lookup("enum"); ok {
-		t.Enum = strings.Split(v, "|")
-	}
-	if v, ok := tag.Lookup("enumTitles"); ok {
-		t.EnumTitles = strings.Split(v, "|")
-		if t.Enum == nil || len(t.EnumTitles) != len(t.Enum) {
-			return t, fmt.Errorf("enumTitles needs an enum of the same length")
-		}
-	}
-	for _, l := range [][]string{t.Enum, t.EnumTitles} {
-		for _, s := range l {
-			if s == "" {
-				return t, fmt.Errorf("enum and enumTitles entries must not be empty")
-			}
-		}
+	if err := t.parseEnum(tag); err != nil {
+		return t, err
 	}
 	t.Pattern = tag.Get("pattern")
 	if t.Pattern != "" {
@@ -128,6 +116,30 @@ func ParseTags(f reflect.StructField) (Tags, error) {
 	t.Default, t.HasDefault = tag.Lookup("default")
 	t.Header = tag.Get("header")
 	t.NotSecret = tag.Get("notSecret")
+	return t, t.parseBounds(tag)
+}
+
+// parseEnum reads enum and enumTitles: "|"-separated, no empty entry, a
+// title for each value.
+func (t *Tags) parseEnum(tag reflect.StructTag) error {
+	if v, ok := tag.Lookup("enum"); ok {
+		t.Enum = strings.Split(v, "|")
+	}
+	if v, ok := tag.Lookup("enumTitles"); ok {
+		t.EnumTitles = strings.Split(v, "|")
+		if t.Enum == nil || len(t.EnumTitles) != len(t.Enum) {
+			return fmt.Errorf("enumTitles needs an enum of the same length")
+		}
+	}
+	if slices.Contains(t.Enum, "") || slices.Contains(t.EnumTitles, "") {
+		return fmt.Errorf("enum and enumTitles entries must not be empty")
+	}
+	return nil
+}
+
+// parseBounds reads the numeric bounds and the counts; the error names
+// the last one that does not parse.
+func (t *Tags) parseBounds(tag reflect.StructTag) error {
 	var err error
 	for _, n := range []struct {
 		name string
@@ -153,7 +165,7 @@ func ParseTags(f reflect.StructField) (Tags, error) {
 			*n.dst = &x
 		}
 	}
-	return t, err
+	return err
 }
 
 // Scalar parses s as a value of the scalar kind k (string, bool, integer
