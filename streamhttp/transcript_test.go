@@ -87,7 +87,9 @@ func transcriptHandler(t *testing.T) http.Handler {
 		})
 	s.AddTool(&mcp.Tool{Name: "report", Description: "A regional report.", InputSchema: json.RawMessage(
 		`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"count":{"type":"integer","x-mcp-header":"Count"}}}`)},
-		func(ctx context.Context, r *mcpserver.Request) (mcpserver.Reply, error) { return mcpserver.Text("report ready"), nil })
+		func(ctx context.Context, r *mcpserver.Request) (mcpserver.Reply, error) {
+			return mcpserver.Text("report ready"), nil
+		})
 	s.AddTool(&mcp.Tool{Name: "progress", Description: "Reports progress."}, func(ctx context.Context, r *mcpserver.Request) (mcpserver.Reply, error) {
 		for _, p := range []float64{1, 2} {
 			if err := r.Progress(p, 2, ""); err != nil {

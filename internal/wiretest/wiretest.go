@@ -39,9 +39,11 @@
 //     at least a 16-byte tag — becomes «requestState#N key=ID», where N
 //     numbers the distinct states of the transcript in order of
 //     appearance: a state echoed unchanged keeps its number;
-//   - an Mcp-Session-Id header value, or a "sessionId" placeholder in a
-//     body, of 16 to 128 visible ASCII characters, becomes «session#N»
-//     the same way.
+//   - an Mcp-Session-Id header value of 16 to 128 visible ASCII
+//     characters becomes «session#N» the same way;
+//   - an "elicitationId" member of 32 lowercase hex digits (a URL-mode
+//     elicitation of a 2025 session) becomes «elicitationId#N»: the
+//     completion notification that names it keeps its number.
 package wiretest
 
 import (
@@ -245,44 +247,56 @@ func FormatRequest(method, path string, h http.Header, payload []byte, keep ...s
 // FormatResponse writes a recorded response: the status line, every
 // header sorted by name, and the body.
 func FormatResponse(rec *httptest.ResponseRecorder) []byte {
-	res := rec.Result()
+	return FormatHTTPResponse(rec.Result().StatusCode, rec.Result().Header, rec.Body.Bytes())
+}
+
+// FormatHTTPResponse writes a response from its parts: the status line,
+// every header but those named in drop (such as a real server's Date)
+// sorted by name, and the body.
+func FormatHTTPResponse(status int, h http.Header, payload []byte, drop ...string) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "HTTP/1.1 %d %s\n", res.StatusCode, http.StatusText(res.StatusCode))
-	keys := make([]string, 0, len(res.Header))
-	for k := range res.Header {
-		keys = append(keys, k)
+	fmt.Fprintf(&b, "HTTP/1.1 %d %s\n", status, http.StatusText(status))
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		if !slices.Contains(drop, k) {
+			keys = append(keys, k)
+		}
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		for _, v := range res.Header[k] {
+		for _, v := range h[k] {
 			fmt.Fprintf(&b, "%s: %s\n", k, v)
 		}
 	}
 	b.WriteString("\n")
-	b.Write(body(rec.Body.Bytes()))
+	b.Write(body(payload))
 	return b.Bytes()
 }
 
 // Normalizer replaces the bytes that differ on every run (see the package
 // doc) by numbered placeholders.
 type Normalizer struct {
-	states   map[string]int
-	sessions map[string]int
+	states, sessions, elicitations map[string]int
 }
 
 // NewNormalizer returns an empty Normalizer.
 func NewNormalizer() *Normalizer {
-	return &Normalizer{states: map[string]int{}, sessions: map[string]int{}}
+	return &Normalizer{states: map[string]int{}, sessions: map[string]int{}, elicitations: map[string]int{}}
 }
 
 var (
 	stateRe   = regexp.MustCompile(`"requestState":"([^"\\]*)"`)
 	sessionRe = regexp.MustCompile(`(?im)^(Mcp-Session-Id: )(\S*)$`)
+	elicitRe  = regexp.MustCompile(`"elicitationId":"([0-9a-f]{32})"`)
 )
 
-// Normalize returns b with every well-formed requestState and session id
-// replaced.
+// Normalize returns b with every well-formed requestState, session id
+// and elicitation id replaced.
 func (n *Normalizer) Normalize(b []byte) []byte {
+	b = elicitRe.ReplaceAllFunc(b, func(m []byte) []byte {
+		v := string(elicitRe.FindSubmatch(m)[1])
+		return []byte(`"elicitationId":"«elicitationId#` + strconv.Itoa(number(n.elicitations, v)) + `»"`)
+	})
 	b = stateRe.ReplaceAllFunc(b, func(m []byte) []byte {
 		v := string(stateRe.FindSubmatch(m)[1])
 		kid, ok := SealedStateKey(v)

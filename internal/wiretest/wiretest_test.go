@@ -23,6 +23,10 @@ func TestNormalize(t *testing.T) {
 	if got := string(n.Normalize([]byte(in))); got != want {
 		t.Errorf("Normalize:\n got %s\nwant %s", got, want)
 	}
+	e := `"elicitationId":"c9efa066cd0a07e5ebcac5bb912ca59f" "elicitationId":"C9EFA066CD0A07E5EBCAC5BB912CA59F" "elicitationId":"c9efa066cd0a07e5ebcac5bb912ca59f"`
+	if got := string(n.Normalize([]byte(e))); got != `"elicitationId":"«elicitationId#1»" "elicitationId":"C9EFA066CD0A07E5EBCAC5BB912CA59F" "elicitationId":"«elicitationId#1»"` {
+		t.Errorf("elicitation ids: %s", got)
+	}
 	// The numbering carries over to the next output of the same transcript.
 	if got := string(n.Normalize([]byte(`"requestState":"` + b + `"`))); got != `"requestState":"«requestState#2 key=k2»"` {
 		t.Errorf("second output: %s", got)
