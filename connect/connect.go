@@ -28,7 +28,8 @@
 //
 // # Public surface
 //
-// New with Options gives a Service: Handler (the pages), StartFlow,
+// New with Options (and a Store: any store.Store) gives a Service:
+// Handler (the pages), StartFlow,
 // Flow, FlowURL, Secret, HasSecret, OAuthToken, OAuthClient,
 // AddOAuthProvider (OAuthProvider), Now. IdentityProvider and
 // IdentityMismatch for the same-user check; LoadOrCreateMasterKey and
@@ -104,10 +105,31 @@ var cookieBases = []string{SessionCookie, LoginCSRFCookie, SignInCookie}
 // surrounding white space.
 const MaxSecretLen = 4096
 
+// Store is what a Service needs of a store.Store: the out-of-band flows,
+// the sealed secrets they collect and the browser sessions of the pages,
+// and the ledger rows that cap a user's OAuth attempts. The methods mean
+// what they mean on store.Store.
+type Store interface {
+	CreateFlow(ctx context.Context, f *store.Flow) error
+	GetFlow(ctx context.Context, id string) (*store.Flow, error)
+	PendingFlow(ctx context.Context, principal, purpose string, now time.Time) (*store.Flow, error)
+	CompleteFlow(ctx context.Context, flowID, principal string, sealedSecret []byte, now time.Time) error
+	GetSecret(ctx context.Context, principal, name string) ([]byte, error)
+	ReplaceSecret(ctx context.Context, principal, name string, old, sealed []byte, now time.Time) error
+	CreateSession(ctx context.Context, s *store.Session) error
+	GetSession(ctx context.Context, id string) (*store.Session, error)
+	DeleteSession(ctx context.Context, id string) error
+	CompleteOperation(ctx context.Context, op *store.Operation, effect func(ctx context.Context, fx store.Effects) error) error
+	GetRecord(ctx context.Context, kind, id string) (*store.Record, error)
+}
+
+var _ Store = store.Store(nil) // every store.Store serves a Service
+
 // Options configures a Service.
 type Options struct {
-	// Store persists flows, sealed secrets and sessions. Required.
-	Store store.Store
+	// Store persists flows, sealed secrets and sessions. Required; every
+	// store.Store (store/sqlite, store/postgres) is one.
+	Store Store
 	// MasterKey is the 32-byte AES-256-GCM vault key (see
 	// keyring.LoadOrCreateMasterKey in reqstate/keyring). Required; New
 	// keeps no reference to it.
@@ -187,7 +209,7 @@ type IdentityMismatch struct {
 // Service runs URL-mode flows: it starts them, serves their pages, and
 // holds the vault. It is safe for concurrent use.
 type Service struct {
-	store      store.Store
+	store      Store
 	aead       *aead.AEAD
 	baseURL    string
 	secure     bool // cookies are Secure and HostPrefix-named
