@@ -29,9 +29,8 @@
 // # Public surface
 //
 // New with Options (and a Store: any store.Store) gives a Service:
-// Handler (the pages), StartFlow,
-// Flow, FlowURL, Secret, HasSecret, OAuthToken, OAuthClient,
-// AddOAuthProvider (OAuthProvider), Now. IdentityProvider and
+// Handler (the pages), StartFlow, Flow, FlowURL, Secret, HasSecret,
+// OAuthToken, OAuthClient, AddOAuthProvider (OAuthProvider), Now. IdentityProvider and
 // IdentityMismatch for the same-user check; LoadOrCreateMasterKey and
 // MasterKeyFile for the vault key; the cookie, path, TTL and size
 // constants a server's own routing and retention must agree with.
