@@ -412,48 +412,10 @@ func TestHappyPath(t *testing.T) {
 		t.Fatalf("FlowURL = %q, want %q", got, want)
 	}
 	alice := h.client()
-
-	// Not signed in: sent to the login page, which comes back here.
-	resp, _ := h.get(alice, h.svc.FlowURL(f))
-	wantStatus(t, resp, http.StatusSeeOther)
-	loc := resp.Header.Get("Location")
-	if want := "/ui/login?next=" + url.QueryEscape(flowPath(f)); loc != want {
-		t.Fatalf("Location = %q, want %q", loc, want)
-	}
-	resp, body := h.get(alice, loc)
-	wantStatus(t, resp, http.StatusOK)
-	wantContains(t, body, `id="login-form"`, `method="post"`, `action="/ui/login"`, `name="username"`, `name="csrf"`)
-	if got := field(t, nextRE, body); got != flowPath(f) {
-		t.Fatalf("login form next = %q, want %q", got, flowPath(f))
-	}
-	// On loopback http, a secure context, every cookie is __Host- and
-	// Secure.
-	var csrfCookie *http.Cookie
-	for _, c := range resp.Cookies() {
-		if c.Name == "__Host-elicit_csrf" {
-			csrfCookie = c
-		}
-	}
-	if csrfCookie == nil || !csrfCookie.HttpOnly || csrfCookie.SameSite != http.SameSiteLaxMode || csrfCookie.Path != "/" || !csrfCookie.Secure {
-		t.Fatalf("login CSRF cookie = %+v", csrfCookie)
-	}
-	resp, _ = h.post(alice, "/ui/login", url.Values{"username": {"alice"}, "csrf": {field(t, csrfRE, body)}, "next": {field(t, nextRE, body)}})
-	wantStatus(t, resp, http.StatusSeeOther)
-	if loc := resp.Header.Get("Location"); loc != flowPath(f) {
-		t.Fatalf("after login Location = %q, want %q", loc, flowPath(f))
-	}
-	var sessCookie *http.Cookie
-	for _, c := range resp.Cookies() {
-		if c.Name == "__Host-elicit_session" {
-			sessCookie = c
-		}
-	}
-	if sessCookie == nil || !sessCookie.HttpOnly || sessCookie.SameSite != http.SameSiteLaxMode || sessCookie.Path != "/" || !sessCookie.Secure {
-		t.Fatalf("session cookie = %+v", sessCookie)
-	}
+	sessCookie := h.signInFromFlow(t, alice, f)
 
 	// The form.
-	resp, body = h.get(alice, flowPath(f))
+	resp, body := h.get(alice, flowPath(f))
 	wantStatus(t, resp, http.StatusOK)
 	wantContains(t, body,
 		"<h1>Connect your payment provider</h1>",
@@ -470,6 +432,75 @@ func TestHappyPath(t *testing.T) {
 	wantStatus(t, resp, http.StatusOK)
 	wantContains(t, body, `id="done"`, "Done. Return to your MCP client and choose Accept to continue.")
 
+	h.checkStored(t, f, secret)
+
+	// Opening the link again says it is done.
+	resp, body = h.get(alice, flowPath(f))
+	wantStatus(t, resp, http.StatusOK)
+	wantContains(t, body, `id="already-done"`)
+	if strings.Contains(body, `id="key-form"`) {
+		t.Fatal("completed flow still shows the form")
+	}
+	// Submitting again stores nothing new.
+	resp, _ = h.post(alice, "/ui/set_api_key", url.Values{"api_key": {"sk_other_SECOND"}, "csrf": {csrf}, "flow": {f.ID}})
+	wantStatus(t, resp, http.StatusConflict)
+	if plain, _ := h.svc.Secret(ctx, "alice", "billing_key"); string(plain) != secret {
+		t.Fatalf("second submit replaced the key: %q", plain)
+	}
+
+	h.checkAudit(t, f, sessCookie)
+	h.assertNoLeak(secret)
+	h.assertNoLeak("sk_other_SECOND")
+}
+
+// signInFromFlow opens f's link without a session, follows the login
+// page back to it, and returns the session cookie, checking the cookie
+// rules on the way: on loopback http, a secure context, every page cookie
+// is __Host-, Secure, HttpOnly, SameSite=Lax, Path=/.
+func (h *harness) signInFromFlow(t *testing.T, c *http.Client, f *store.Flow) *http.Cookie {
+	t.Helper()
+	resp, _ := h.get(c, h.svc.FlowURL(f))
+	wantStatus(t, resp, http.StatusSeeOther)
+	loc := resp.Header.Get("Location")
+	if want := "/ui/login?next=" + url.QueryEscape(flowPath(f)); loc != want {
+		t.Fatalf("Location = %q, want %q", loc, want)
+	}
+	resp, body := h.get(c, loc)
+	wantStatus(t, resp, http.StatusOK)
+	wantContains(t, body, `id="login-form"`, `method="post"`, `action="/ui/login"`, `name="username"`, `name="csrf"`)
+	if got := field(t, nextRE, body); got != flowPath(f) {
+		t.Fatalf("login form next = %q, want %q", got, flowPath(f))
+	}
+	wantPageCookie(t, resp.Cookies(), "__Host-elicit_csrf")
+	resp, _ = h.post(c, "/ui/login", url.Values{"username": {"alice"}, "csrf": {field(t, csrfRE, body)}, "next": {field(t, nextRE, body)}})
+	wantStatus(t, resp, http.StatusSeeOther)
+	if loc := resp.Header.Get("Location"); loc != flowPath(f) {
+		t.Fatalf("after login Location = %q, want %q", loc, flowPath(f))
+	}
+	return wantPageCookie(t, resp.Cookies(), "__Host-elicit_session")
+}
+
+// wantPageCookie returns the cookie called name, which must be HttpOnly,
+// SameSite=Lax, Path=/ and Secure.
+func wantPageCookie(t *testing.T, cookies []*http.Cookie, name string) *http.Cookie {
+	t.Helper()
+	var found *http.Cookie
+	for _, c := range cookies {
+		if c.Name == name {
+			found = c
+		}
+	}
+	if found == nil || !found.HttpOnly || found.SameSite != http.SameSiteLaxMode || found.Path != "/" || !found.Secure {
+		t.Fatalf("%s cookie = %+v", name, found)
+	}
+	return found
+}
+
+// checkStored checks what completing f stored: the flow complete at t0,
+// alice's secret readable through the Service and sealed in the store.
+func (h *harness) checkStored(t *testing.T, f *store.Flow, secret string) {
+	t.Helper()
+	ctx := context.Background()
 	got, err := h.svc.Flow(ctx, f.ID)
 	if err != nil || got.Status != store.FlowComplete || !got.CompletedAt.Equal(t0) {
 		t.Fatalf("flow after submit = %+v, %v", got, err)
@@ -491,21 +522,12 @@ func TestHappyPath(t *testing.T) {
 	if len(raw) != 12+len(secret)+16 {
 		t.Fatalf("blob is %d bytes, want nonce(12)+ciphertext(%d)+tag(16)", len(raw), len(secret))
 	}
+}
 
-	// Opening the link again says it is done.
-	resp, body = h.get(alice, flowPath(f))
-	wantStatus(t, resp, http.StatusOK)
-	wantContains(t, body, `id="already-done"`)
-	if strings.Contains(body, `id="key-form"`) {
-		t.Fatal("completed flow still shows the form")
-	}
-	// Submitting again stores nothing new.
-	resp, _ = h.post(alice, "/ui/set_api_key", url.Values{"api_key": {"sk_other_SECOND"}, "csrf": {csrf}, "flow": {f.ID}})
-	wantStatus(t, resp, http.StatusConflict)
-	if plain, _ := h.svc.Secret(ctx, "alice", "billing_key"); string(plain) != secret {
-		t.Fatalf("second submit replaced the key: %q", plain)
-	}
-
+// checkAudit checks one audit line per step of f's happy path, each
+// naming alice (and the flow), and no session id in the log.
+func (h *harness) checkAudit(t *testing.T, f *store.Flow, sessCookie *http.Cookie) {
+	t.Helper()
 	for _, ev := range []string{"flow_started", "login", "flow_completed"} {
 		lines := h.auditLines(ev)
 		if len(lines) != 1 {
@@ -522,8 +544,6 @@ func TestHappyPath(t *testing.T) {
 	if strings.Contains(h.logs.String(), sessCookie.Value) {
 		t.Error("session id appears in the log")
 	}
-	h.assertNoLeak(secret)
-	h.assertNoLeak("sk_other_SECOND")
 }
 
 func TestOtherUserOpensLink(t *testing.T) {

@@ -365,6 +365,10 @@ const (
 	msgNoSession    = "You are not signed in on this site any more. Nothing was stored. Open the link from your MCP client again."
 )
 
+// getCallback is the provider's redirect back (RFC 6749 §4.1.2): the
+// attempt its state names is consumed once, then the browser user must
+// be the flow's user, and the code is exchanged for the tokens the vault
+// keeps.
 func (s *Service) getCallback(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		// A HEAD (a link checker, a prefetch) must not consume the state.
@@ -372,62 +376,13 @@ func (s *Service) getCallback(w http.ResponseWriter, r *http.Request) {
 		s.message(w, http.StatusMethodNotAllowed, "Method not allowed", "This page does not accept that request method.", "error", true, nil)
 		return
 	}
-	ctx := r.Context()
-	q := r.URL.Query()
 	sess, err := s.session(r)
 	if err != nil {
 		s.internalError(w, r, "session", err)
 		return
 	}
-	state := q.Get("state")
-	if !validToken(state) || len(q["state"]) != 1 {
-		s.refuseCallback(w, r, http.StatusBadRequest, "malformed_state", msgUnknownState, sess)
-		return
-	}
-	key := stateKey(state)
-	rec, err := s.store.GetRecord(ctx, attemptKind, key)
-	if errors.Is(err, store.ErrNotFound) {
-		s.refuseCallback(w, r, http.StatusBadRequest, "unknown_state", msgUnknownState, sess)
-		return
-	}
-	if err != nil {
-		s.internalError(w, r, "get attempt", err)
-		return
-	}
-	// Single use: the first callback that presents a known state consumes
-	// it, whatever the outcome below; of concurrent ones only one does.
-	now := s.now()
-	op := &store.Operation{ID: "oauth_callback." + key, Principal: rec.Principal, Name: "connect oauth callback", Outcome: attemptUsed, CompletedAt: now}
-	err = s.store.CompleteOperation(ctx, op, func(ctx context.Context, fx store.Effects) error {
-		cur, err := fx.Get(ctx, attemptKind, key)
-		if err != nil {
-			return err
-		}
-		if cur.Status != attemptStarted {
-			return store.ErrConflict
-		}
-		cur.Status, cur.UpdatedAt = attemptUsed, now
-		return fx.Update(ctx, cur)
-	})
-	if errors.Is(err, store.ErrConflict) {
-		s.refuseCallback(w, r, http.StatusBadRequest, "replayed_state", msgUnknownState, sess, slog.String("attempt_principal", rec.Principal))
-		return
-	}
-	if err != nil {
-		s.internalError(w, r, "consume attempt", err)
-		return
-	}
-	plain, err := s.open(rec.Principal, attemptName(key), rec.Data)
-	var att attempt
-	if err == nil {
-		err = json.Unmarshal(plain, &att)
-	}
-	if err != nil {
-		s.internalError(w, r, "open attempt", err)
-		return
-	}
-	if !now.Before(rec.CreatedAt.Add(AttemptTTL)) {
-		s.refuseCallback(w, r, http.StatusBadRequest, "expired_state", msgUnknownState, sess, slog.String("flow_id", att.Flow))
+	att, ok := s.consumeAttempt(w, r, sess)
+	if !ok {
 		return
 	}
 	if sess == nil {
@@ -444,13 +399,14 @@ func (s *Service) getCallback(w http.ResponseWriter, r *http.Request) {
 		s.message(w, http.StatusConflict, "Already done", "This step was already completed. Nothing new was stored.", "already-done", true, sess)
 		return
 	}
+	q := r.URL.Query()
 	if e := q.Get("error"); e != "" {
 		// The provider's error code is logged only if it is a plain token.
 		code := "other"
 		if validPurpose(e) {
 			code = e
 		}
-		s.audit(ctx, slog.LevelInfo, "oauth_not_approved", slog.String("flow_id", f.ID), slog.String("principal", f.Principal), slog.String("error", code))
+		s.audit(r.Context(), slog.LevelInfo, "oauth_not_approved", slog.String("flow_id", f.ID), slog.String("principal", f.Principal), slog.String("error", code))
 		s.message(w, http.StatusOK, "Not connected", "Access was not granted at "+s.provider(f.Purpose).Name+". Nothing was stored. To try again, open the link from your MCP client again.", "denied", true, sess)
 		return
 	}
@@ -459,6 +415,73 @@ func (s *Service) getCallback(w http.ResponseWriter, r *http.Request) {
 		s.refuseCallback(w, r, http.StatusBadRequest, "no_code", msgUnknownState, sess, slog.String("flow_id", f.ID))
 		return
 	}
+	s.exchange(w, r, f, sess, att, code)
+}
+
+// consumeAttempt finds the attempt the callback's state names and uses
+// it up: the first callback that presents a known state consumes it,
+// whatever happens next, and of concurrent ones only one does. An
+// unknown, replayed or expired state is refused (ok false, the answer
+// written).
+func (s *Service) consumeAttempt(w http.ResponseWriter, r *http.Request, sess *store.Session) (att *attempt, ok bool) {
+	ctx := r.Context()
+	q := r.URL.Query()
+	state := q.Get("state")
+	if !validToken(state) || len(q["state"]) != 1 {
+		s.refuseCallback(w, r, http.StatusBadRequest, "malformed_state", msgUnknownState, sess)
+		return nil, false
+	}
+	key := stateKey(state)
+	rec, err := s.store.GetRecord(ctx, attemptKind, key)
+	if errors.Is(err, store.ErrNotFound) {
+		s.refuseCallback(w, r, http.StatusBadRequest, "unknown_state", msgUnknownState, sess)
+		return nil, false
+	}
+	if err != nil {
+		s.internalError(w, r, "get attempt", err)
+		return nil, false
+	}
+	now := s.now()
+	op := &store.Operation{ID: "oauth_callback." + key, Principal: rec.Principal, Name: "connect oauth callback", Outcome: attemptUsed, CompletedAt: now}
+	err = s.store.CompleteOperation(ctx, op, func(ctx context.Context, fx store.Effects) error {
+		cur, err := fx.Get(ctx, attemptKind, key)
+		if err != nil {
+			return err
+		}
+		if cur.Status != attemptStarted {
+			return store.ErrConflict
+		}
+		cur.Status, cur.UpdatedAt = attemptUsed, now
+		return fx.Update(ctx, cur)
+	})
+	if errors.Is(err, store.ErrConflict) {
+		s.refuseCallback(w, r, http.StatusBadRequest, "replayed_state", msgUnknownState, sess, slog.String("attempt_principal", rec.Principal))
+		return nil, false
+	}
+	if err != nil {
+		s.internalError(w, r, "consume attempt", err)
+		return nil, false
+	}
+	plain, err := s.open(rec.Principal, attemptName(key), rec.Data)
+	att = &attempt{}
+	if err == nil {
+		err = json.Unmarshal(plain, att)
+	}
+	if err != nil {
+		s.internalError(w, r, "open attempt", err)
+		return nil, false
+	}
+	if !now.Before(rec.CreatedAt.Add(AttemptTTL)) {
+		s.refuseCallback(w, r, http.StatusBadRequest, "expired_state", msgUnknownState, sess, slog.String("flow_id", att.Flow))
+		return nil, false
+	}
+	return att, true
+}
+
+// exchange trades the code for tokens at the provider (with the PKCE
+// verifier) and completes the flow with them.
+func (s *Service) exchange(w http.ResponseWriter, r *http.Request, f *store.Flow, sess *store.Session, att *attempt, code string) {
+	ctx := r.Context()
 	p := s.provider(f.Purpose)
 	xctx, cancel := context.WithTimeout(context.WithValue(ctx, oauth2.HTTPClient, p.HTTPClient), exchangeTimeout)
 	defer cancel()
