@@ -32,106 +32,136 @@ func (c *Client) Answer(ctx context.Context, ir *InputRequired) (map[string]any,
 	return out, nil
 }
 
+// answerOne answers one input request through the handler of its method.
 func (c *Client) answerOne(ctx context.Context, who Asker, key string, req InputRequest) (any, error) {
-	h := &c.handlers
-	perr := func(rule, format string, args ...any) error {
-		return &ProtocolError{Method: clip(req.Method, 60), Rule: rule,
-			Reason: fmt.Sprintf("input request %q: ", clip(key, 60)) + fmt.Sprintf(format, args...)}
-	}
-	wrap := func(err error) error {
-		return fmt.Errorf("mcpclient: answering input request %q: %w", clip(key, 60), err)
-	}
+	a := &answering{h: &c.handlers, who: who, key: key, req: req}
 	switch req.Method {
 	case mcp.MethodElicitationCreate:
-		p, err := req.ElicitParams()
-		if err != nil {
-			return nil, perr("ELI-S-03", "%v", err)
-		}
-		var fn func(context.Context, Asker, string, *mcp.ElicitRequestParams) (*mcp.ElicitResult, error)
-		switch p.Mode {
-		case "", mcp.ElicitationModeForm: // no mode means form (ELI-C-04)
-			if h.ElicitForm == nil {
-				return nil, perr("CAP-S-01", "form-mode elicitation, which this client did not declare")
-			}
-			if !isObject(p.RequestedSchema) {
-				return nil, perr("ELI-S-05", "form-mode elicitation without a requestedSchema object")
-			}
-			fn = h.ElicitForm
-		case mcp.ElicitationModeURL:
-			if h.ElicitURL == nil {
-				return nil, perr("CAP-S-01", "URL-mode elicitation, which this client did not declare")
-			}
-			if p.URL == "" {
-				return nil, perr("ELI-U-S-01", "URL-mode elicitation without a url")
-			}
-			fn = h.ElicitURL
-		default:
-			return nil, perr("", "unknown elicitation mode %q", clip(p.Mode, 40))
-		}
-		if p.Message == "" {
-			return nil, perr("ELI-S-03", "elicitation without a message")
-		}
-		res, err := fn(ctx, who, key, p)
-		if err != nil {
-			return nil, wrap(err)
-		}
-		if res == nil {
-			return nil, wrap(fmt.Errorf("the handler returned no result"))
-		}
-		switch res.Action {
-		case mcp.ActionAccept, mcp.ActionDecline, mcp.ActionCancel:
-		default:
-			return nil, wrap(fmt.Errorf("the handler returned action %q; want accept, decline or cancel", res.Action))
-		}
-		if p.Mode == mcp.ElicitationModeURL || res.Action != mcp.ActionAccept {
-			// URL mode never carries content, and neither do decline and
-			// cancel (ELI-RA-01): nothing the user typed leaves by mistake.
-			return &mcp.ElicitResult{Action: res.Action}, nil
-		}
-		return res, nil
+		return a.elicitation(ctx)
 	case mcp.MethodSamplingCreate:
-		if h.Sampling == nil {
-			return nil, perr("MRTR-S-08", "sampling/createMessage, which this client did not declare")
-		}
-		var raw map[string]json.RawMessage
-		if json.Unmarshal(req.Params, &raw) != nil || raw == nil {
-			return nil, perr("MRTR-S-06", "sampling/createMessage without params")
-		}
-		if _, ok := raw["tools"]; ok {
-			return nil, perr("SAMP-S-01", "tool-enabled sampling, which this client did not declare (sampling.tools)")
-		}
-		if _, ok := raw["toolChoice"]; ok {
-			return nil, perr("SAMP-S-01", "tool-enabled sampling, which this client did not declare (sampling.tools)")
-		}
-		var p mcp.CreateMessageRequestParams
-		if err := json.Unmarshal(req.Params, &p); err != nil {
-			return nil, perr("MRTR-S-06", "sampling/createMessage params: %v", err)
-		}
-		res, err := h.Sampling(ctx, who, key, &p)
-		if err != nil {
-			return nil, wrap(err)
-		}
-		if res == nil {
-			return nil, wrap(fmt.Errorf("the handler returned no result"))
-		}
-		return res, nil
+		return a.sampling(ctx)
 	case mcp.MethodRootsList:
-		if h.Roots == nil {
-			return nil, perr("MRTR-S-08", "roots/list, which this client did not declare")
-		}
-		res, err := h.Roots(ctx, who, key)
-		if err != nil {
-			return nil, wrap(err)
-		}
-		if res == nil {
-			return nil, wrap(fmt.Errorf("the handler returned no result"))
-		}
-		if res.Roots == nil {
-			return &mcp.ListRootsResult{Roots: []mcp.Root{}}, nil // "roots" is required
-		}
-		return res, nil
+		return a.roots(ctx)
 	}
-	return nil, perr("MRTR-S-06", "unknown input request method %q", clip(req.Method, 60))
+	return nil, a.protocol("MRTR-S-06", "unknown input request method %q", clip(req.Method, 60))
+}
+
+// answering is one input request being answered.
+type answering struct {
+	h   *Handlers
+	who Asker
+	key string
+	req InputRequest
+}
+
+// protocol is the *ProtocolError of a request the server should not have sent.
+func (a *answering) protocol(rule, format string, args ...any) error {
+	return &ProtocolError{Method: clip(a.req.Method, 60), Rule: rule,
+		Reason: fmt.Sprintf("input request %q: ", clip(a.key, 60)) + fmt.Sprintf(format, args...)}
+}
+
+// failed wraps a handler's error, or says that it returned no result.
+func (a *answering) failed(err error) error {
+	if err == nil {
+		err = fmt.Errorf("the handler returned no result")
+	}
+	return fmt.Errorf("mcpclient: answering input request %q: %w", clip(a.key, 60), err)
+}
+
+// elicitation answers elicitation/create through the handler of its mode,
+// which the client must have declared (CAP-S-01), and keeps content only
+// on a form-mode accept.
+func (a *answering) elicitation(ctx context.Context) (any, error) {
+	p, err := a.req.ElicitParams()
+	if err != nil {
+		return nil, a.protocol("ELI-S-03", "%v", err)
+	}
+	fn, err := a.elicitHandler(p)
+	if err != nil {
+		return nil, err
+	}
+	if p.Message == "" {
+		return nil, a.protocol("ELI-S-03", "elicitation without a message")
+	}
+	res, err := fn(ctx, a.who, a.key, p)
+	if err != nil || res == nil {
+		return nil, a.failed(err)
+	}
+	switch res.Action {
+	case mcp.ActionAccept, mcp.ActionDecline, mcp.ActionCancel:
+	default:
+		return nil, a.failed(fmt.Errorf("the handler returned action %q; want accept, decline or cancel", res.Action))
+	}
+	if p.Mode == mcp.ElicitationModeURL || res.Action != mcp.ActionAccept {
+		// URL mode never carries content, and neither do decline and
+		// cancel (ELI-RA-01): nothing the user typed leaves by mistake.
+		return &mcp.ElicitResult{Action: res.Action}, nil
+	}
+	return res, nil
+}
+
+// elicitHandler picks the handler of the elicitation's mode.
+func (a *answering) elicitHandler(p *mcp.ElicitRequestParams) (func(context.Context, Asker, string, *mcp.ElicitRequestParams) (*mcp.ElicitResult, error), error) {
+	switch p.Mode {
+	case "", mcp.ElicitationModeForm: // no mode means form (ELI-C-04)
+		if a.h.ElicitForm == nil {
+			return nil, a.protocol("CAP-S-01", "form-mode elicitation, which this client did not declare")
+		}
+		if !isObject(p.RequestedSchema) {
+			return nil, a.protocol("ELI-S-05", "form-mode elicitation without a requestedSchema object")
+		}
+		return a.h.ElicitForm, nil
+	case mcp.ElicitationModeURL:
+		if a.h.ElicitURL == nil {
+			return nil, a.protocol("CAP-S-01", "URL-mode elicitation, which this client did not declare")
+		}
+		if p.URL == "" {
+			return nil, a.protocol("ELI-U-S-01", "URL-mode elicitation without a url")
+		}
+		return a.h.ElicitURL, nil
+	}
+	return nil, a.protocol("", "unknown elicitation mode %q", clip(p.Mode, 40))
+}
+
+// sampling answers sampling/createMessage, without tools: a client that
+// did not declare sampling.tools refuses tool-enabled sampling (SAMP-S-01).
+func (a *answering) sampling(ctx context.Context) (any, error) {
+	if a.h.Sampling == nil {
+		return nil, a.protocol("MRTR-S-08", "sampling/createMessage, which this client did not declare")
+	}
+	var raw map[string]json.RawMessage
+	if json.Unmarshal(a.req.Params, &raw) != nil || raw == nil {
+		return nil, a.protocol("MRTR-S-06", "sampling/createMessage without params")
+	}
+	for _, k := range []string{"tools", "toolChoice"} {
+		if _, ok := raw[k]; ok {
+			return nil, a.protocol("SAMP-S-01", "tool-enabled sampling, which this client did not declare (sampling.tools)")
+		}
+	}
+	var p mcp.CreateMessageRequestParams
+	if err := json.Unmarshal(a.req.Params, &p); err != nil {
+		return nil, a.protocol("MRTR-S-06", "sampling/createMessage params: %v", err)
+	}
+	res, err := a.h.Sampling(ctx, a.who, a.key, &p)
+	if err != nil || res == nil {
+		return nil, a.failed(err)
+	}
+	return res, nil
+}
+
+// roots answers roots/list; a nil list is sent as [] ("roots" is required).
+func (a *answering) roots(ctx context.Context) (any, error) {
+	if a.h.Roots == nil {
+		return nil, a.protocol("MRTR-S-08", "roots/list, which this client did not declare")
+	}
+	res, err := a.h.Roots(ctx, a.who, a.key)
+	if err != nil || res == nil {
+		return nil, a.failed(err)
+	}
+	if res.Roots == nil {
+		return &mcp.ListRootsResult{Roots: []mcp.Root{}}, nil
+	}
+	return res, nil
 }
 
 func serverInfoOf(meta mcp.ResultMeta) *mcp.Implementation {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/mcp-elicit/elicit/mcp"
@@ -15,13 +16,7 @@ import (
 // answers as raw JSON, a requestState the server never sent; and returns
 // the raw result or the typed error.
 func TestSendRaw(t *testing.T) {
-	hs, rec := fake(t, func(w http.ResponseWriter, s seen) {
-		if s.Msg.Params.Name == "fails" {
-			replyError(w, s, http.StatusBadRequest, `{"code":-32602,"message":"invalid or expired requestState"}`)
-			return
-		}
-		reply(w, s, `{"resultType":"input_required","requestState":"next"}`)
-	})
+	hs, rec := rawFake(t)
 	c := mcpclient.New(hs.URL, &mcpclient.Options{Token: "alice"})
 	state := `tampered "state"`
 	caps := mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{URL: &mcp.Empty{}}}
@@ -48,12 +43,17 @@ func TestSendRaw(t *testing.T) {
 	if got.Header.Get("Mcp-Name") != "t" || got.Header.Get("Mcp-Method") != "tools/call" || got.Header.Get("Authorization") != "Bearer alice" {
 		t.Errorf("headers %v", got.Header)
 	}
+}
 
-	// Without overrides: the client's own capabilities ({}), no state, no answers.
+// Without overrides SendRaw sends the client's own capabilities ({}), no
+// state and no answers; its errors are CallTool's.
+func TestSendRawDefaults(t *testing.T) {
+	hs, rec := rawFake(t)
+	c := mcpclient.New(hs.URL, &mcpclient.Options{Token: "alice"})
 	if _, err := c.SendRaw(context.Background(), &mcpclient.RawRequest{Method: mcp.MethodToolsCall, Name: "t"}); err != nil {
 		t.Fatal(err)
 	}
-	p = rec.all()[1].Msg.Params
+	p := rec.all()[0].Msg.Params
 	if p.RequestState != nil || p.InputResponses != nil || string(p.Meta[mcp.MetaClientCapabilities]) != `{}` {
 		t.Errorf("plain request: state %v, answers %v, capabilities %s", p.RequestState, p.InputResponses, p.Meta[mcp.MetaClientCapabilities])
 	}
@@ -65,4 +65,16 @@ func TestSendRaw(t *testing.T) {
 	if _, err := c.SendRaw(context.Background(), &mcpclient.RawRequest{}); err == nil {
 		t.Error("a request without a method was sent")
 	}
+}
+
+// rawFake answers the tool "fails" with -32602 and any other with a
+// state-only input_required.
+func rawFake(t *testing.T) (*httptest.Server, *recorder) {
+	return fake(t, func(w http.ResponseWriter, s seen) {
+		if s.Msg.Params.Name == "fails" {
+			replyError(w, s, http.StatusBadRequest, `{"code":-32602,"message":"invalid or expired requestState"}`)
+			return
+		}
+		reply(w, s, `{"resultType":"input_required","requestState":"next"}`)
+	})
 }
