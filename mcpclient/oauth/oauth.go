@@ -329,20 +329,41 @@ func (a *Authorizer) Authorize(ctx context.Context, ch *mcpclient.Challenge) err
 		a.cfg.Logger.Info("oauth: the server names another authorization server; registering there anew", "endpoint", a.endpoint, "was", r.Issuer, "now", issuer)
 		r = nil
 	}
-	if r != nil && !stepUp && r.Token != nil && r.Token.RefreshToken != "" && r.Grant == AuthorizationCode {
-		r.TokenEndpoint = asm.TokenEndpoint
-		if err := a.refresh(ctx, r); err == nil {
-			return nil
-		} else if ctx.Err() != nil {
-			return ctx.Err()
-		} else {
-			a.cfg.Logger.Info("oauth: the token could not be refreshed; signing in again", "endpoint", a.endpoint, "reason", err.Error())
-		}
+	if done, err := a.tryRefresh(ctx, r, asm, stepUp); done || err != nil {
+		return err
 	}
+	n := &Record{Endpoint: a.endpoint, Resource: prm.Resource, Issuer: issuer, TokenEndpoint: asm.TokenEndpoint,
+		Grant: a.cfg.Grant, Scopes: a.scopes(r, c.scope, prm.ScopesSupported, asm)}
+	return a.grant(ctx, r, asm, n)
+}
 
-	scopes := c.scope
+// tryRefresh refreshes r's token when that can answer the refusal: a 401
+// (not a step-up) with a refresh token of the authorization code grant.
+// done is set when it worked; a failed refresh is logged and a new grant
+// follows, unless ctx ended.
+func (a *Authorizer) tryRefresh(ctx context.Context, r *Record, asm *oauthex.AuthServerMeta, stepUp bool) (done bool, err error) {
+	if r == nil || stepUp || r.Token == nil || r.Token.RefreshToken == "" || r.Grant != AuthorizationCode {
+		return false, nil
+	}
+	r.TokenEndpoint = asm.TokenEndpoint
+	err = a.refresh(ctx, r)
+	switch {
+	case err == nil:
+		return true, nil
+	case ctx.Err() != nil:
+		return true, ctx.Err()
+	}
+	a.cfg.Logger.Info("oauth: the token could not be refreshed; signing in again", "endpoint", a.endpoint, "reason", err.Error())
+	return false, nil
+}
+
+// scopes are those a new grant asks: the challenge's, else what the
+// resource supports; with the record's kept; offline_access only when a
+// refresh token is wanted and the authorization server offers it.
+func (a *Authorizer) scopes(r *Record, challenged, supported []string, asm *oauthex.AuthServerMeta) []string {
+	scopes := challenged
 	if len(scopes) == 0 {
-		scopes = prm.ScopesSupported
+		scopes = supported
 	}
 	if r != nil {
 		scopes = union(r.Scopes, scopes)
@@ -351,19 +372,24 @@ func (a *Authorizer) Authorize(ctx context.Context, ch *mcpclient.Challenge) err
 	if a.cfg.RequestRefreshToken && a.cfg.Grant == AuthorizationCode && slices.Contains(asm.ScopesSupported, "offline_access") {
 		scopes = append(scopes, "offline_access")
 	}
+	return scopes
+}
 
+// grant gets n a new token by the configured grant (r, the old record,
+// lends its registered client to the authorization code grant), checks
+// it and saves n.
+func (a *Authorizer) grant(ctx context.Context, r *Record, asm *oauthex.AuthServerMeta, n *Record) error {
 	var prev *Client
 	if r != nil {
 		prev = &r.Client
 	}
-	n := &Record{Endpoint: a.endpoint, Resource: prm.Resource, Issuer: issuer, TokenEndpoint: asm.TokenEndpoint,
-		Grant: a.cfg.Grant, Scopes: scopes}
 	var tok *oauth2.Token
+	var err error
 	switch a.cfg.Grant {
 	case ClientCredentials:
 		n.Client = Client{ID: a.cfg.ClientID, Secret: a.cfg.ClientSecret, Kind: ClientPreRegistered,
 			AuthMethod: secretMethod(asm.TokenEndpointAuthMethodsSupported)}
-		if err := a.checkClientIssuer(issuer); err != nil {
+		if err := a.checkClientIssuer(n.Issuer); err != nil {
 			return err
 		}
 		tok, err = a.clientCredentials(ctx, n)

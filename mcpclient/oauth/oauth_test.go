@@ -74,30 +74,8 @@ func TestAuthorizationCodeFlow(t *testing.T) {
 	if err := s.listAndCall(); err != nil {
 		t.Fatal(err)
 	}
-	if len(as.registrations) != 1 || len(as.authzRequests) != 1 || len(as.tokenRequests) != 1 {
-		t.Fatalf("%d registrations, %d authorization and %d token requests", len(as.registrations), len(as.authzRequests), len(as.tokenRequests))
-	}
-	reg := as.registrations[0]
-	if reg["application_type"] != "native" || reg["client_name"] != "elicit test" || reg["token_endpoint_auth_method"] != "none" ||
-		!slices.Equal(toStrings(reg["grant_types"]), []string{"authorization_code", "refresh_token"}) {
-		t.Errorf("registration %v", reg)
-	}
-	q := as.authzRequests[0]
-	if q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" || q.Get("state") == "" ||
-		q.Get("resource") != rs.Endpoint || q.Get("scope") != "mcp:basic offline_access" || q.Get("response_type") != "code" {
-		t.Errorf("authorization request %v", q)
-	}
-	f := as.tokenRequests[0]
-	if f.Get("resource") != rs.Endpoint || f.Get("code_verifier") == "" || f.Get("client_secret") != "" {
-		t.Errorf("token request %v", f)
-	}
-	fi, err := os.Stat(store.Path(s.a.Endpoint()))
-	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("token file: %v %v", fi, err)
-	}
-	if di, _ := os.Stat(store.Dir); di.Mode().Perm() != 0o700 {
-		t.Errorf("token directory mode %v", di.Mode().Perm())
-	}
+	checkFirstGrant(t, as, rs)
+	checkTokenFile(t, store, s.a.Endpoint())
 	sess, err := s.a.Session(context.Background())
 	if err != nil || !sess.SignedIn || !sess.Refreshable || sess.Issuer != as.Issuer() || sess.Resource != rs.Endpoint {
 		t.Fatalf("session %+v %v", sess, err)
@@ -119,6 +97,43 @@ func TestAuthorizationCodeFlow(t *testing.T) {
 	}
 	if _, err := os.Stat(store.Path(s.a.Endpoint())); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("after sign-out: %v", err)
+	}
+}
+
+// checkFirstGrant checks the one registration, authorization request and
+// token request of a first sign-in: a native public client, PKCE S256,
+// the resource indicator, the scopes asked, no client secret.
+func checkFirstGrant(t *testing.T, as *testAS, rs *testRS) {
+	t.Helper()
+	if len(as.registrations) != 1 || len(as.authzRequests) != 1 || len(as.tokenRequests) != 1 {
+		t.Fatalf("%d registrations, %d authorization and %d token requests", len(as.registrations), len(as.authzRequests), len(as.tokenRequests))
+	}
+	reg := as.registrations[0]
+	if reg["application_type"] != "native" || reg["client_name"] != "elicit test" || reg["token_endpoint_auth_method"] != "none" ||
+		!slices.Equal(toStrings(reg["grant_types"]), []string{"authorization_code", "refresh_token"}) {
+		t.Errorf("registration %v", reg)
+	}
+	q := as.authzRequests[0]
+	if q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" || q.Get("state") == "" ||
+		q.Get("resource") != rs.Endpoint || q.Get("scope") != "mcp:basic offline_access" || q.Get("response_type") != "code" {
+		t.Errorf("authorization request %v", q)
+	}
+	f := as.tokenRequests[0]
+	if f.Get("resource") != rs.Endpoint || f.Get("code_verifier") == "" || f.Get("client_secret") != "" {
+		t.Errorf("token request %v", f)
+	}
+}
+
+// checkTokenFile checks that the endpoint's token file is private (0600,
+// in a 0700 directory).
+func checkTokenFile(t *testing.T, store *FileStore, endpoint string) {
+	t.Helper()
+	fi, err := os.Stat(store.Path(endpoint))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("token file: %v %v", fi, err)
+	}
+	if di, _ := os.Stat(store.Dir); di.Mode().Perm() != 0o700 {
+		t.Errorf("token directory mode %v", di.Mode().Perm())
 	}
 }
 

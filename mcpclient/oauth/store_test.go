@@ -26,25 +26,9 @@ func TestFileStore(t *testing.T) {
 	if err != nil || got.Token.AccessToken != "access-token-1" || got.Client.Secret != "client-secret-1" {
 		t.Fatalf("load: %v %v", got, err)
 	}
-	for _, v := range []string{got.String(), got.GoString(), got.LogValue().String(), got.Client.String()} {
-		for _, secret := range []string{"access-token-1", "refresh-token-1", "client-secret-1"} {
-			if strings.Contains(v, secret) {
-				t.Errorf("%q shows %s", v, secret)
-			}
-		}
-	}
-	// Another endpoint's file copied over this one is not this endpoint's.
-	if r, _ := s.Load(ctx, "https://other.example.com/mcp"); r != nil {
-		t.Fatal("loaded a record for another endpoint")
-	}
-	other := &FileStore{Dir: s.Dir}
-	b, _ := os.ReadFile(s.Path(ep))
-	if err := os.WriteFile(other.Path("https://x.example/mcp"), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if r, _ := other.Load(ctx, "https://x.example/mcp"); r != nil {
-		t.Fatal("a copied file was taken for another endpoint's")
-	}
+	wantHidden(t, []string{got.String(), got.GoString(), got.LogValue().String(), got.Client.String()},
+		"access-token-1", "refresh-token-1", "client-secret-1")
+	wantBoundToEndpoint(t, s, ep)
 	// A file others can read is refused.
 	if err := os.Chmod(s.Path(ep), 0o644); err != nil {
 		t.Fatal(err)
@@ -71,5 +55,34 @@ func TestFileStore(t *testing.T) {
 		if strings.HasPrefix(e.Name(), ".record-") {
 			t.Errorf("a temporary file was left: %s", e.Name())
 		}
+	}
+}
+
+// wantHidden fails for every secret one of views shows.
+func wantHidden(t *testing.T, views []string, secrets ...string) {
+	t.Helper()
+	for _, v := range views {
+		for _, secret := range secrets {
+			if strings.Contains(v, secret) {
+				t.Errorf("%q shows %s", v, secret)
+			}
+		}
+	}
+}
+
+// wantBoundToEndpoint checks that ep's record is not another endpoint's,
+// even when its file is copied over another's.
+func wantBoundToEndpoint(t *testing.T, s *FileStore, ep string) {
+	t.Helper()
+	ctx := context.Background()
+	if r, _ := s.Load(ctx, "https://other.example.com/mcp"); r != nil {
+		t.Fatal("loaded a record for another endpoint")
+	}
+	b, _ := os.ReadFile(s.Path(ep))
+	if err := os.WriteFile(s.Path("https://x.example/mcp"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := s.Load(ctx, "https://x.example/mcp"); r != nil {
+		t.Fatal("a copied file was taken for another endpoint's")
 	}
 }

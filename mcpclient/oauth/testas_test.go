@@ -210,66 +210,16 @@ func (a *testAS) token(w http.ResponseWriter, r *http.Request) {
 	defer a.mu.Unlock()
 	a.tokenRequests = append(a.tokenRequests, r.PostForm)
 	a.tokenAuth = append(a.tokenAuth, r.Header.Get("Authorization"))
-	id, secret, basic := r.BasicAuth()
-	if basic {
-		id, _ = url.QueryUnescape(id)
-		secret, _ = url.QueryUnescape(secret)
-	} else {
-		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
-	}
-	known, ok := a.clients[id]
-	if a.cimd && strings.HasPrefix(id, "https://") {
-		known, ok = "", true
-	}
-	if a.preID != "" && id == a.preID {
-		known, ok = a.preSec, true
-	}
-	if a.refuseTokens {
-		writeJSON(w, 401, map[string]string{"error": "invalid_client", "error_description": "echo: " + r.PostForm.Encode() + " " + r.Header.Get("Authorization")})
+	id, ok := a.authenticateClient(w, r)
+	if !ok {
 		return
 	}
-	noneOK := a.authMethods == nil || slices.Contains(a.authMethods, "none")
-	if !ok || (known != secret && !(secret == "" && noneOK)) {
-		writeJSON(w, 401, map[string]string{"error": "invalid_client", "error_description": "echo: " + r.PostForm.Encode()})
+	g, refused := a.grantOf(r.PostForm, id)
+	if refused != "" {
+		writeJSON(w, 400, map[string]string{"error": refused})
 		return
 	}
-	var g grant
-	switch r.PostForm.Get("grant_type") {
-	case "authorization_code":
-		c, found := a.codes[r.PostForm.Get("code")]
-		delete(a.codes, r.PostForm.Get("code"))
-		sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
-		if !found || c.client != id || base64.RawURLEncoding.EncodeToString(sum[:]) != c.challenge ||
-			r.PostForm.Get("resource") != c.resource || r.PostForm.Get("redirect_uri") != c.redirect {
-			writeJSON(w, 400, map[string]string{"error": "invalid_grant"})
-			return
-		}
-		g = c
-	case "refresh_token":
-		c, found := a.refreshTokens[r.PostForm.Get("refresh_token")]
-		if !found || c.client != id || r.PostForm.Get("resource") != c.resource {
-			writeJSON(w, 400, map[string]string{"error": "invalid_grant"})
-			return
-		}
-		delete(a.refreshTokens, r.PostForm.Get("refresh_token")) // rotation
-		g = c
-	case "client_credentials":
-		g = grant{client: id, resource: r.PostForm.Get("resource"), scopes: strings.Fields(r.PostForm.Get("scope"))}
-	default:
-		writeJSON(w, 400, map[string]string{"error": "unsupported_grant_type"})
-		return
-	}
-	tok := a.next("access")
-	if a.jwtAud != "" {
-		aud := a.jwtAud
-		if aud == "=resource" {
-			aud = g.resource
-		}
-		h := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"RS256","typ":"at+jwt"}`))
-		p, _ := json.Marshal(map[string]any{"iss": a.Issuer(), "aud": aud, "sub": "alice", "jti": tok})
-		tok = h + "." + base64.RawURLEncoding.EncodeToString(p) + ".c2ln"
-		a.secrets = append(a.secrets, tok)
-	}
+	tok := a.accessToken(g)
 	a.tokens[tok] = g
 	resp := map[string]any{"access_token": tok, "token_type": "Bearer"}
 	if a.tokenType != "" {
@@ -287,6 +237,80 @@ func (a *testAS) token(w http.ResponseWriter, r *http.Request) {
 		resp["refresh_token"] = rt
 	}
 	writeJSON(w, 200, resp)
+}
+
+// authenticateClient checks the client's credentials (HTTP Basic or in
+// the form; none for a public client when allowed) and answers 401 when
+// they do not hold; a.mu is held.
+func (a *testAS) authenticateClient(w http.ResponseWriter, r *http.Request) (id string, ok bool) {
+	id, secret, basic := r.BasicAuth()
+	if basic {
+		id, _ = url.QueryUnescape(id)
+		secret, _ = url.QueryUnescape(secret)
+	} else {
+		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+	}
+	known, ok := a.clients[id]
+	if a.cimd && strings.HasPrefix(id, "https://") {
+		known, ok = "", true
+	}
+	if a.preID != "" && id == a.preID {
+		known, ok = a.preSec, true
+	}
+	if a.refuseTokens {
+		writeJSON(w, 401, map[string]string{"error": "invalid_client", "error_description": "echo: " + r.PostForm.Encode() + " " + r.Header.Get("Authorization")})
+		return "", false
+	}
+	noneOK := a.authMethods == nil || slices.Contains(a.authMethods, "none")
+	if !ok || (known != secret && !(secret == "" && noneOK)) {
+		writeJSON(w, 401, map[string]string{"error": "invalid_client", "error_description": "echo: " + r.PostForm.Encode()})
+		return "", false
+	}
+	return id, true
+}
+
+// grantOf reads the grant the form asks for, or the OAuth error code that
+// refuses it. a.mu is held.
+func (a *testAS) grantOf(form url.Values, id string) (g grant, refused string) {
+	switch form.Get("grant_type") {
+	case "authorization_code":
+		c, found := a.codes[form.Get("code")]
+		delete(a.codes, form.Get("code"))
+		sum := sha256.Sum256([]byte(form.Get("code_verifier")))
+		if !found || c.client != id || base64.RawURLEncoding.EncodeToString(sum[:]) != c.challenge ||
+			form.Get("resource") != c.resource || form.Get("redirect_uri") != c.redirect {
+			return grant{}, "invalid_grant"
+		}
+		return c, ""
+	case "refresh_token":
+		c, found := a.refreshTokens[form.Get("refresh_token")]
+		if !found || c.client != id || form.Get("resource") != c.resource {
+			return grant{}, "invalid_grant"
+		}
+		delete(a.refreshTokens, form.Get("refresh_token")) // rotation
+		return c, ""
+	case "client_credentials":
+		return grant{client: id, resource: form.Get("resource"), scopes: strings.Fields(form.Get("scope"))}, ""
+	}
+	return grant{}, "unsupported_grant_type"
+}
+
+// accessToken mints an access token for g: opaque, or a JWT with the
+// audience a.jwtAud names. a.mu is held.
+func (a *testAS) accessToken(g grant) string {
+	tok := a.next("access")
+	if a.jwtAud == "" {
+		return tok
+	}
+	aud := a.jwtAud
+	if aud == "=resource" {
+		aud = g.resource
+	}
+	h := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"RS256","typ":"at+jwt"}`))
+	p, _ := json.Marshal(map[string]any{"iss": a.Issuer(), "aud": aud, "sub": "alice", "jti": tok})
+	tok = h + "." + base64.RawURLEncoding.EncodeToString(p) + ".c2ln"
+	a.secrets = append(a.secrets, tok)
+	return tok
 }
 
 // valid returns the grant of an access token this server issued.
