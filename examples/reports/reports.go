@@ -431,11 +431,8 @@ func (a *App) sendReport(ctx context.Context, req *mcpserver.Request, args *send
 	// Step 1: the reporting account. A refusal of the connection step ends
 	// the operation even if the account got connected some other way.
 	if st.Step == "connect" {
-		switch req.Elicitation(KeyConnect).Outcome {
-		case elicit.Declined:
-			return a.finish(ctx, req, OutcomeConnectDeclined, textResult(TextConnectDeclined, true, nil), nil, "draft_id", args.DraftID)
-		case elicit.Cancelled:
-			return a.finish(ctx, req, OutcomeConnectCancelled, textResult(TextConnectCancelled, true, nil), nil, "draft_id", args.DraftID)
+		if r, done, err := a.connectRefused(ctx, req, args); done {
+			return r, err
 		}
 	}
 	connected, err := a.flows.HasSecret(ctx, req.Principal, Purpose)
@@ -449,19 +446,8 @@ func (a *App) sendReport(ctx context.Context, req *mcpserver.Request, args *send
 	// Step 2: the confirmation, bound to this draft (arguments are sealed
 	// into the state) and to the version the user saw.
 	if st.Step == "confirm" {
-		switch ans := req.Elicitation(KeyConfirm); ans.Outcome {
-		case elicit.Accepted:
-			if ans.Content["send"] != true {
-				return a.finish(ctx, req, OutcomeNotConfirmed, textResult(TextNotConfirmed, true, nil), nil, "draft_id", args.DraftID)
-			}
-			if st.Version == rec.Version {
-				return a.send(ctx, req, args, st.Version)
-			}
-			// The draft changed under the question: ask again about what it is now.
-		case elicit.Declined:
-			return a.finish(ctx, req, OutcomeDeclined, textResult(TextSendDeclined, true, nil), nil, "draft_id", args.DraftID)
-		case elicit.Cancelled:
-			return a.finish(ctx, req, OutcomeCancelled, textResult(TextSendCancelled, true, nil), nil, "draft_id", args.DraftID)
+		if r, done, err := a.confirmed(ctx, req, args, st.Version, rec.Version); done {
+			return r, err
 		}
 	}
 	if err := req.Require(needForm); err != nil {
@@ -471,6 +457,42 @@ func (a *App) sendReport(ctx context.Context, req *mcpserver.Request, args *send
 		restartNote(req.Restart), Quote(args.DraftID), describe(d), Quote(args.Recipient))
 	state, _ := json.Marshal(sendState{Step: "confirm", Version: rec.Version})
 	return mcpserver.Ask().ElicitFormSchema(KeyConfirm, msg, confirmForm).WithState(state), nil
+}
+
+// connectRefused ends the operation when the user declined or cancelled
+// the connection step, even if the account got connected some other way
+// (done is set then).
+func (a *App) connectRefused(ctx context.Context, req *mcpserver.Request, args *sendArgs) (r mcpserver.Reply, done bool, err error) {
+	switch req.Elicitation(KeyConnect).Outcome {
+	case elicit.Declined:
+		r, err = a.finish(ctx, req, OutcomeConnectDeclined, textResult(TextConnectDeclined, true, nil), nil, "draft_id", args.DraftID)
+		return r, true, err
+	case elicit.Cancelled:
+		r, err = a.finish(ctx, req, OutcomeConnectCancelled, textResult(TextConnectCancelled, true, nil), nil, "draft_id", args.DraftID)
+		return r, true, err
+	}
+	return nil, false, nil
+}
+
+// confirmed acts on the answer to the confirmation: send when it says
+// yes for the version the user saw, end on no, decline or cancel (done is
+// set then); not done when it must be asked again (no answer, or the
+// draft changed under it).
+func (a *App) confirmed(ctx context.Context, req *mcpserver.Request, args *sendArgs, seen, current int64) (r mcpserver.Reply, done bool, err error) {
+	ans := req.Elicitation(KeyConfirm)
+	switch {
+	case ans.Outcome == elicit.Accepted && ans.Content["send"] != true:
+		r, err = a.finish(ctx, req, OutcomeNotConfirmed, textResult(TextNotConfirmed, true, nil), nil, "draft_id", args.DraftID)
+	case ans.Outcome == elicit.Accepted && seen == current:
+		r, err = a.send(ctx, req, args, seen)
+	case ans.Outcome == elicit.Declined:
+		r, err = a.finish(ctx, req, OutcomeDeclined, textResult(TextSendDeclined, true, nil), nil, "draft_id", args.DraftID)
+	case ans.Outcome == elicit.Cancelled:
+		r, err = a.finish(ctx, req, OutcomeCancelled, textResult(TextSendCancelled, true, nil), nil, "draft_id", args.DraftID)
+	default:
+		return nil, false, nil
+	}
+	return r, true, err
 }
 
 // askConnect asks (again) for the reporting-account page. A pending flow
