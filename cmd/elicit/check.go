@@ -71,116 +71,153 @@ nothing (every case not applicable or could not test).
 
 // runCheck is "elicit check"; it returns the exit status.
 func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cfg := check.Config{Token: os.Getenv("ELICIT_TOKEN"), OtherToken: os.Getenv("ELICIT_OTHER_TOKEN")}
-	var argsJSON, fetchLinks, clientID string
-	var asJSON, login bool
-	timeout := 5 * time.Minute
-	fs := flag.NewFlagSet("elicit check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	// Usage goes to stdout for -h, to stderr after the flag package's error.
-	fs.Usage = func() {}
-	fs.StringVar(&cfg.URL, "url", "", "MCP endpoint URL")
-	fs.StringVar(&cfg.Tool, "tool", "", "tool to check")
-	fs.StringVar(&argsJSON, "args", "", "tool arguments as a JSON object")
-	fs.StringVar(&cfg.Token, "token", cfg.Token, "bearer token")
-	fs.StringVar(&cfg.OtherToken, "other-token", cfg.OtherToken, "a second user's bearer token")
-	fs.BoolVar(&login, "login", false, "sign in as elicit call does")
-	fs.StringVar(&clientID, "client-id", "", "pre-registered OAuth client id (with --login)")
-	fs.StringVar(&cfg.OtherTool, "other-tool", "", "tool to replay the state against")
-	fs.StringVar(&fetchLinks, "fetch-links", string(check.FetchSafe), "which URL-mode links to open: never, safe or any")
-	fs.BoolVar(&cfg.AllowEffects, "allow-effects", false, "let the check complete the tool (its effect, many times)")
-	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
-	fs.DurationVar(&timeout, "timeout", timeout, "overall time limit")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, checkUsage)
-			return exitOK
-		}
-		fmt.Fprint(stderr, checkUsage)
-		// The flag package printed the error; --json may come after the
-		// bad flag, so it is looked for in args.
-		if asJSON || jsonRequested(args) {
-			writeJSONError(stdout, "usage", cfg.Redact(err.Error()))
-		}
-		return exitUsage
+	c := &checkCmd{cfg: check.Config{Token: os.Getenv("ELICIT_TOKEN"), OtherToken: os.Getenv("ELICIT_OTHER_TOKEN")},
+		timeout: 5 * time.Minute, stdout: stdout, stderr: stderr}
+	if code, ok := c.parse(args); !ok {
+		return code
 	}
-	usageErr := func(format string, a ...any) int {
-		msg := fmt.Sprintf(format, a...)
-		fmt.Fprintf(stderr, "elicit check: %s\n\n%s", termtext.Line(msg), checkUsage)
-		if asJSON {
-			writeJSONError(stdout, "usage", msg)
-		}
-		return exitUsage
-	}
-	switch {
-	case fs.NArg() > 0:
-		return usageErr("unexpected arguments: %s", strings.Join(fs.Args(), " "))
-	case cfg.URL == "":
-		return usageErr("--url is required")
-	case cfg.Tool == "":
-		return usageErr("--tool is required")
-	case cfg.OtherToken != "" && cfg.OtherToken == cfg.Token:
-		return usageErr("--other-token must differ from --token")
-	case cfg.HasUserinfo():
-		// net/http would send it as HTTP Basic credentials.
-		return usageErr("--url %q carries a user name or password; MCP servers take a bearer token: put credentials in --token", cfg.Redact(cfg.URL))
-	case timeout <= 0:
-		return usageErr("--timeout must be more than 0, such as 5m")
-	case login && cfg.Token != "":
-		return usageErr("--login and --token (or $ELICIT_TOKEN) both say who to act as: give one")
-	case clientID != "" && !login:
-		return usageErr("--client-id is for --login")
-	}
-	switch p := check.LinkPolicy(fetchLinks); p {
-	case check.FetchNever, check.FetchSafe, check.FetchAny:
-		cfg.FetchLinks = p
-	default:
-		return usageErr("--fetch-links must be never, safe or any")
-	}
-	if u, err := url.Parse(cfg.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usageErr("--url %q is not an http(s) URL such as http://127.0.0.1:3000/mcp", cfg.Redact(cfg.URL))
-	}
-	if argsJSON != "" {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(argsJSON), &m); err != nil || m == nil {
-			return usageErr("--args must be a JSON object")
-		}
-		cfg.Args = json.RawMessage(argsJSON)
-	}
-	cfg.Logger = stderrLogger(stderr)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	c.cfg.Logger = stderrLogger(stderr)
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	if login {
-		tok, err := checkSignIn(ctx, cfg.URL, clientID, stdin, stderr)
-		if err == nil && tok == "" {
+	if c.login {
+		tok, err := checkSignIn(ctx, c.cfg.URL, c.clientID, stdin, stderr)
+		if err != nil {
+			return c.fail("sign-in-failed", explain(err, c.cfg.Redact(c.cfg.URL), false))
+		}
+		if tok == "" {
 			fmt.Fprintf(stderr, "elicit check: the server did not ask to sign in; checking without a token\n")
 		}
-		if err != nil {
-			msg := explain(err, cfg.Redact(cfg.URL), false)
-			fmt.Fprintf(stderr, "elicit check: %s\n", termtext.Line(msg))
-			if asJSON {
-				writeJSONError(stdout, "sign-in-failed", msg)
-			}
-			return exitFailed
-		}
-		cfg.Token = tok
+		c.cfg.Token = tok
 	}
-	rep, err := check.Run(ctx, cfg)
+	rep, err := check.Run(ctx, c.cfg)
 	if err != nil {
-		kind, msg := checkError(err, &cfg)
-		fmt.Fprintf(stderr, "elicit check: %s\n", termtext.Line(msg))
-		if asJSON {
-			writeJSONError(stdout, kind, msg)
-		}
-		return exitFailed
+		kind, msg := checkError(err, &c.cfg)
+		return c.fail(kind, msg)
 	}
-	if asJSON {
-		err = rep.WriteJSON(stdout)
+	return c.report(rep)
+}
+
+// checkCmd is one elicit check run: its configuration and where it writes.
+type checkCmd struct {
+	cfg                            check.Config
+	argsJSON, fetchLinks, clientID string
+	asJSON, login                  bool
+	timeout                        time.Duration
+	stdout, stderr                 io.Writer
+}
+
+// parse reads the flags into c and checks them; when it fails (ok false)
+// it has written why, and code is the exit code.
+func (c *checkCmd) parse(args []string) (code int, ok bool) {
+	fs := flag.NewFlagSet("elicit check", flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	// Usage goes to stdout for -h, to stderr after the flag package's error.
+	fs.Usage = func() {}
+	fs.StringVar(&c.cfg.URL, "url", "", "MCP endpoint URL")
+	fs.StringVar(&c.cfg.Tool, "tool", "", "tool to check")
+	fs.StringVar(&c.argsJSON, "args", "", "tool arguments as a JSON object")
+	fs.StringVar(&c.cfg.Token, "token", c.cfg.Token, "bearer token")
+	fs.StringVar(&c.cfg.OtherToken, "other-token", c.cfg.OtherToken, "a second user's bearer token")
+	fs.BoolVar(&c.login, "login", false, "sign in as elicit call does")
+	fs.StringVar(&c.clientID, "client-id", "", "pre-registered OAuth client id (with --login)")
+	fs.StringVar(&c.cfg.OtherTool, "other-tool", "", "tool to replay the state against")
+	fs.StringVar(&c.fetchLinks, "fetch-links", string(check.FetchSafe), "which URL-mode links to open: never, safe or any")
+	fs.BoolVar(&c.cfg.AllowEffects, "allow-effects", false, "let the check complete the tool (its effect, many times)")
+	fs.BoolVar(&c.asJSON, "json", false, "print the report as JSON")
+	fs.DurationVar(&c.timeout, "timeout", c.timeout, "overall time limit")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(c.stdout, checkUsage)
+			return exitOK, false
+		}
+		fmt.Fprint(c.stderr, checkUsage)
+		// The flag package printed the error; --json may come after the
+		// bad flag, so it is looked for in args.
+		if c.asJSON || jsonRequested(args) {
+			writeJSONError(c.stdout, "usage", c.cfg.Redact(err.Error()))
+		}
+		return exitUsage, false
+	}
+	if fs.NArg() > 0 {
+		return c.usage("unexpected arguments: %s", strings.Join(fs.Args(), " ")), false
+	}
+	if msg := c.problem(); msg != "" {
+		return c.usage("%s", msg), false
+	}
+	c.cfg.FetchLinks = check.LinkPolicy(c.fetchLinks)
+	if c.argsJSON != "" {
+		c.cfg.Args = json.RawMessage(c.argsJSON)
+	}
+	return exitOK, true
+}
+
+// problem says what is wrong with the flags, "" when nothing is.
+func (c *checkCmd) problem() string {
+	cfg := &c.cfg
+	switch {
+	case cfg.URL == "":
+		return "--url is required"
+	case cfg.Tool == "":
+		return "--tool is required"
+	case cfg.OtherToken != "" && cfg.OtherToken == cfg.Token:
+		return "--other-token must differ from --token"
+	case cfg.HasUserinfo():
+		// net/http would send it as HTTP Basic credentials.
+		return fmt.Sprintf("--url %q carries a user name or password; MCP servers take a bearer token: put credentials in --token", cfg.Redact(cfg.URL))
+	case c.timeout <= 0:
+		return "--timeout must be more than 0, such as 5m"
+	case c.login && cfg.Token != "":
+		return "--login and --token (or $ELICIT_TOKEN) both say who to act as: give one"
+	case c.clientID != "" && !c.login:
+		return "--client-id is for --login"
+	}
+	switch check.LinkPolicy(c.fetchLinks) {
+	case check.FetchNever, check.FetchSafe, check.FetchAny:
+	default:
+		return "--fetch-links must be never, safe or any"
+	}
+	if u, err := url.Parse(cfg.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Sprintf("--url %q is not an http(s) URL such as http://127.0.0.1:3000/mcp", cfg.Redact(cfg.URL))
+	}
+	if c.argsJSON != "" {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(c.argsJSON), &m); err != nil || m == nil {
+			return "--args must be a JSON object"
+		}
+	}
+	return ""
+}
+
+// usage reports a usage error (in JSON too with --json) and returns its exit code.
+func (c *checkCmd) usage(format string, a ...any) int {
+	msg := fmt.Sprintf(format, a...)
+	fmt.Fprintf(c.stderr, "elicit check: %s\n\n%s", termtext.Line(msg), checkUsage)
+	if c.asJSON {
+		writeJSONError(c.stdout, "usage", msg)
+	}
+	return exitUsage
+}
+
+// fail reports why no report could be made and returns exitFailed.
+func (c *checkCmd) fail(kind, msg string) int {
+	fmt.Fprintf(c.stderr, "elicit check: %s\n", termtext.Line(msg))
+	if c.asJSON {
+		writeJSONError(c.stdout, kind, msg)
+	}
+	return exitFailed
+}
+
+// report writes the report and returns the exit code it calls for: a
+// failed case is exitToolError, and a run that tested nothing fails.
+func (c *checkCmd) report(rep *check.Report) int {
+	var err error
+	if c.asJSON {
+		err = rep.WriteJSON(c.stdout)
 	} else {
-		err = rep.WriteText(stdout)
+		err = rep.WriteText(c.stdout)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "elicit check: %s\n", termtext.Line(err.Error()))
+		fmt.Fprintf(c.stderr, "elicit check: %s\n", termtext.Line(err.Error()))
 		return exitFailed
 	}
 	if rep.Failed() {
@@ -193,7 +230,7 @@ func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		if rep.DiscoveryError != "" {
 			why = "server/discover failed: the server does not speak MCP 2026-07-28 here"
 		}
-		fmt.Fprintf(stderr, "elicit check: nothing was tested: no case passed or failed (%s)\n", why)
+		fmt.Fprintf(c.stderr, "elicit check: nothing was tested: no case passed or failed (%s)\n", why)
 		return exitFailed
 	}
 	return exitOK
