@@ -17,7 +17,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/mcp-elicit/elicit/examples/billing"
 )
@@ -46,15 +45,6 @@ func (p *liveRoundRobin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Error(w, "no live backend", http.StatusBadGateway)
-}
-
-// elicitdProc is one running elicitd process.
-type elicitdProc struct {
-	name   string
-	addr   string
-	cmd    *exec.Cmd
-	stderr *syncBuffer
-	done   chan struct{} // closed when the process has been waited for
 }
 
 // environWithoutElicit is the process environment without its ELICIT_*
@@ -132,83 +122,29 @@ func freeLoopbackAddr(t *testing.T) string {
 // connect_billing starts on A, A is SIGKILLed, and the page step and the
 // retry with the same requestState complete on B.
 func TestTwoProcessesSIGKILL(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs elicitd processes; skipped in -short")
-	}
 	if os.Getenv("ELICIT_TEST_POSTGRES_DSN") == "" {
 		t.Skip("set ELICIT_TEST_POSTGRES_DSN (e.g. postgres://postgres@127.0.0.1:5433/postgres?sslmode=disable) to run the two-process PostgreSQL test")
 	}
+	_, bin := buildElicitd(t)
 	dsn := pgtest.SchemaDSN(t)
-
-	bin := filepath.Join(t.TempDir(), "elicitd")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-
 	key := make([]byte, 32)
 	rand.Read(key)
-	keyB64 := base64.StdEncoding.EncodeToString(key)
-	environ := environWithoutElicit()
-	environ = append(environ, masterKeyEnv+"="+keyB64)
+	environ := append(environWithoutElicit(), masterKeyEnv+"="+base64.StdEncoding.EncodeToString(key))
 
 	pln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	public := "http://" + pln.Addr().String()
-
 	proxy := &liveRoundRobin{}
-	var procs []*elicitdProc
+	procs := map[string]*namedProcess{}
 	for _, name := range []string{"A", "B"} {
-		p := &elicitdProc{name: name, addr: freeLoopbackAddr(t), stderr: &syncBuffer{}, done: make(chan struct{})}
-		p.cmd = exec.Command(bin, "--addr", p.addr, "--data", t.TempDir(), "--store", dsn, "--public-url", public, "--log-level", "debug")
-		p.cmd.Env = environ
-		p.cmd.Stdout = p.stderr
-		p.cmd.Stderr = p.stderr
-		if err := p.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() { p.cmd.Wait(); close(p.done) }()
-		t.Cleanup(func() {
-			p.cmd.Process.Kill()
-			<-p.done
-		})
-		procs = append(procs, p)
-		u, _ := url.Parse("http://" + p.addr)
-		proxy.backends = append(proxy.backends, httputil.NewSingleHostReverseProxy(u))
-		proxy.names = append(proxy.names, name)
+		procs[name] = proxy.start(t, name, bin, environ, "--data", t.TempDir(), "--store", dsn, "--public-url", public, "--log-level", "debug")
 	}
 	proxy.down = make([]atomic.Bool, len(proxy.backends))
-	a, b := procs[0], procs[1]
-
-	// Both must answer /healthz.
-	deadline := time.Now().Add(60 * time.Second)
-	for _, p := range procs {
-		for {
-			select {
-			case <-p.done:
-				t.Fatalf("elicitd %s exited before answering /healthz: %v\n%s", p.name, p.cmd.ProcessState, p.stderr.String())
-			default:
-			}
-			resp, err := http.Get("http://" + p.addr + "/healthz")
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == 200 {
-					break
-				}
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("elicitd %s did not answer /healthz: %v\n%s", p.name, err, p.stderr.String())
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-
 	ps := &httptest.Server{Listener: pln, Config: &http.Server{Handler: proxy}}
 	ps.Start()
 	t.Cleanup(ps.Close)
-
 	e := &env{t: t, url: public, logs: &syncBuffer{}, rec: &recorder{}}
 
 	// The first request through the proxy goes to A.
@@ -222,18 +158,7 @@ func TestTwoProcessesSIGKILL(t *testing.T) {
 	}
 	state := r.state()
 
-	// SIGKILL A: no shutdown, nothing flushed.
-	if err := a.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-a.done
-	if ws, ok := a.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("A did not die of SIGKILL: %v", a.cmd.ProcessState)
-	}
-	if resp, err := http.Get("http://" + a.addr + "/healthz"); err == nil {
-		resp.Body.Close()
-		t.Fatal("A still answers after SIGKILL")
-	}
+	procs["A"].killHard(t)
 	proxy.down[0].Store(true)
 
 	// The page step, then the retry with the same requestState, on B.
@@ -250,31 +175,11 @@ func TestTwoProcessesSIGKILL(t *testing.T) {
 	if r.resultType() != "complete" || r.isError() || r.text() != billing.TextConnected {
 		t.Fatalf("retry through B: %s", r.Raw)
 	}
-	if !strings.HasPrefix(billing.TextConnected, "Your billing account is connected") {
-		t.Fatalf("billing.TextConnected = %q", billing.TextConnected)
-	}
-
-	proxy.mu.Lock()
-	served := append([]string(nil), proxy.served...)
-	proxy.mu.Unlock()
-	if len(served) < 3 || served[0] != "A POST /mcp" {
-		t.Fatalf("routing: %q, want the first call on A", served)
-	}
-	for _, s := range served[1:] {
-		if !strings.HasPrefix(s, "B ") {
-			t.Fatalf("routing: %q, want everything after the kill on B", served)
-		}
-	}
-	if served[len(served)-1] != "B POST /mcp" {
-		t.Fatalf("routing: %q, want the retry on B", served)
-	}
+	proxy.checkFailover(t)
 
 	// The key is in neither process's log, nor in any URL, Location or body.
 	for _, p := range procs {
-		logs := p.stderr.String()
-		if !strings.Contains(logs, "elicitd listening") {
-			t.Fatalf("elicitd %s's log lacks its start line: the leak check would prove nothing\n%s", p.name, logs)
-		}
+		logs := p.out.String()
 		if strings.Contains(logs, testKey) {
 			t.Fatalf("the billing key appears in elicitd %s's log", p.name)
 		}
@@ -282,8 +187,60 @@ func TestTwoProcessesSIGKILL(t *testing.T) {
 	}
 	e.assertNoLeak(t)
 	select {
-	case <-b.done:
-		t.Fatalf("B exited: %v", b.cmd.ProcessState)
+	case <-procs["B"].done:
+		t.Fatalf("B exited: %v", procs["B"].cmd.ProcessState)
 	default:
+	}
+}
+
+// namedProcess is an elicitd behind a liveRoundRobin.
+type namedProcess struct {
+	*process
+	name, addr string
+}
+
+// start starts an elicitd on a free loopback port (startProcess: it
+// listens and logs that it does) and adds it as a backend.
+func (p *liveRoundRobin) start(t *testing.T, name, bin string, environ []string, args ...string) *namedProcess {
+	t.Helper()
+	addr := freeLoopbackAddr(t)
+	np := &namedProcess{process: startProcess(t, bin, environ, append([]string{"--addr", addr}, args...)...), name: name, addr: addr}
+	u, _ := url.Parse("http://" + addr)
+	p.backends = append(p.backends, httputil.NewSingleHostReverseProxy(u))
+	p.names = append(p.names, name)
+	return np
+}
+
+// killHard SIGKILLs the process (no shutdown, nothing flushed) and checks
+// that it died of it and no longer answers.
+func (p *namedProcess) killHard(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("%s did not die of SIGKILL: %v", p.name, p.cmd.ProcessState)
+	}
+	if resp, err := http.Get("http://" + p.addr + "/healthz"); err == nil {
+		resp.Body.Close()
+		t.Fatalf("%s still answers after SIGKILL", p.name)
+	}
+}
+
+// checkFailover checks the routing of the SIGKILL test: the first call on
+// A, everything after the kill on B, the retry last.
+func (p *liveRoundRobin) checkFailover(t *testing.T) {
+	t.Helper()
+	p.mu.Lock()
+	served := append([]string(nil), p.served...)
+	p.mu.Unlock()
+	if len(served) < 3 || served[0] != "A POST /mcp" || served[len(served)-1] != "B POST /mcp" {
+		t.Fatalf("routing: %q, want the first call on A and the retry on B", served)
+	}
+	for _, s := range served[1:] {
+		if !strings.HasPrefix(s, "B ") {
+			t.Fatalf("routing: %q, want everything after the kill on B", served)
+		}
 	}
 }
