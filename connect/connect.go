@@ -106,19 +106,23 @@ const MaxSecretLen = 4096
 
 // Store is what a Service needs of a store.Store: the out-of-band flows,
 // the sealed secrets they collect and the browser sessions of the pages,
-// and the ledger rows that cap a user's OAuth attempts. The methods mean
-// what they mean on store.Store.
+// and the ledger rows of OAuth attempts and of URL steps. The methods
+// mean what they mean on store.Store. A Store that is also a
+// store.FlowNotifier (store/postgres) tells the other instances when a
+// flow ends, so a retry held on one of them is answered at once.
 type Store interface {
 	CreateFlow(ctx context.Context, f *store.Flow) error
 	GetFlow(ctx context.Context, id string) (*store.Flow, error)
 	PendingFlow(ctx context.Context, principal, purpose string, now time.Time) (*store.Flow, error)
 	CompleteFlow(ctx context.Context, flowID, principal string, sealedSecret []byte, now time.Time) error
+	CloseFlow(ctx context.Context, flowID, principal string, now time.Time) error
 	GetSecret(ctx context.Context, principal, name string) ([]byte, error)
 	ReplaceSecret(ctx context.Context, principal, name string, old, sealed []byte, now time.Time) error
 	CreateSession(ctx context.Context, s *store.Session) error
 	GetSession(ctx context.Context, id string) (*store.Session, error)
 	DeleteSession(ctx context.Context, id string) error
 	CompleteOperation(ctx context.Context, op *store.Operation, effect func(ctx context.Context, fx store.Effects) error) error
+	GetOperation(ctx context.Context, id string) (*store.Operation, error)
 	GetRecord(ctx context.Context, kind, id string) (*store.Record, error)
 }
 

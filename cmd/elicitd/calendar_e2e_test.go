@@ -300,35 +300,8 @@ func TestCalendarHappyPathAndNoLeak(t *testing.T) {
 	c.provider.SetEvents("bob", []fakeoauth.Event{{ID: "b1", Title: "Bob's job interview", Start: time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC)}})
 
 	c.assertNotConnected(1, "alice")
-	connect := func(user string, id int) string {
-		first := c.call(id, user, calendar.ToolName, "")
-		link := c.link(first)
-		// Accepting before the provider step is still pending: same link.
-		pending := c.call(id+1, user, calendar.ToolName, calAnswer("accept", first.state()))
-		if c.link(pending) != link {
-			t.Fatalf("pending re-ask has another link: %s", pending.Raw)
-		}
-		b := c.browser()
-		cb := c.approve(b, c.startAttempt(b, link, user), user)
-		status, _, page := b.get(cb)
-		if status != 200 || !strings.Contains(page, `id="done"`) {
-			t.Fatalf("%s's callback: %d\n%s", user, status, page)
-		}
-		// A replay of the successful callback is refused.
-		if status, _, _ := b.get(cb); status != 400 {
-			t.Fatalf("replayed callback: %d", status)
-		}
-		r := c.call(id+2, user, calendar.ToolName, calAnswer("accept", pending.state()))
-		if r.resultType() != "complete" || r.isError() || r.text() != fmt.Sprintf(calendar.TextConnectedAs, `"`+user+`"`) {
-			t.Fatalf("%s's retry: %s", user, r.Raw)
-		}
-		if r := c.call(id+3, user, calendar.ToolName, ""); r.text() != calendar.TextAlreadyConnected {
-			t.Fatalf("%s again: %s", user, r.Raw)
-		}
-		return link
-	}
-	connect("alice", 10)
-	connect("bob", 20)
+	c.connectUser(t, "alice", 10)
+	c.connectUser(t, "bob", 20)
 
 	for user, want := range map[string][2]string{"alice": {"Alice's dentist", "Bob"}, "bob": {"Bob's job interview", "Alice"}} {
 		r := c.call(30, user, calendar.EventsToolName, "")
@@ -347,7 +320,7 @@ func TestCalendarHappyPathAndNoLeak(t *testing.T) {
 		}
 		// connect_calendar no longer says "already connected": bob
 		// connects again, and his events come back.
-		connect("bob", 60)
+		c.connectUser(t, "bob", 60)
 		if r := c.call(37, "bob", calendar.EventsToolName, ""); r.isError() || !strings.Contains(r.text(), "Bob's job interview") {
 			t.Fatalf("bob after reconnecting: %s", r.Raw)
 		}
@@ -367,6 +340,47 @@ func TestCalendarHappyPathAndNoLeak(t *testing.T) {
 	})
 
 	// Acceptance 4: the leak check.
+	c.checkNoProviderSecretLeaked(t)
+}
+
+// connectUser runs connect_calendar for user end to end (request ids
+// from id): asked, accepted before the provider step (same link again),
+// approved at the provider, the callback's replay refused, the retry
+// connected, a new call already connected. It returns the link.
+func (c *calEnv) connectUser(t *testing.T, user string, id int) string {
+	t.Helper()
+	first := c.call(id, user, calendar.ToolName, "")
+	link := c.link(first)
+	// Accepting before the provider step is still pending: same link.
+	pending := c.call(id+1, user, calendar.ToolName, calAnswer("accept", first.state()))
+	if c.link(pending) != link {
+		t.Fatalf("pending re-ask has another link: %s", pending.Raw)
+	}
+	b := c.browser()
+	cb := c.approve(b, c.startAttempt(b, link, user), user)
+	status, _, page := b.get(cb)
+	if status != 200 || !strings.Contains(page, `id="done"`) {
+		t.Fatalf("%s's callback: %d\n%s", user, status, page)
+	}
+	// A replay of the successful callback is refused.
+	if status, _, _ := b.get(cb); status != 400 {
+		t.Fatalf("replayed callback: %d", status)
+	}
+	r := c.call(id+2, user, calendar.ToolName, calAnswer("accept", pending.state()))
+	if r.resultType() != "complete" || r.isError() || r.text() != fmt.Sprintf(calendar.TextConnectedAs, `"`+user+`"`) {
+		t.Fatalf("%s's retry: %s", user, r.Raw)
+	}
+	if r := c.call(id+3, user, calendar.ToolName, ""); r.text() != calendar.TextAlreadyConnected {
+		t.Fatalf("%s again: %s", user, r.Raw)
+	}
+	return link
+}
+
+// checkNoProviderSecretLeaked checks that no code or token of the
+// provider reached the log or an MCP exchange, that every URL the MCP
+// client saw is ours, and that no MCP token reached the provider.
+func (c *calEnv) checkNoProviderSecretLeaked(t *testing.T) {
+	t.Helper()
 	secrets := c.provider.Issued()
 	if len(secrets) != 9 { // three codes (bob connected twice), three access and three refresh tokens
 		t.Fatalf("provider issued %d values, want 9", len(secrets))
