@@ -105,6 +105,29 @@ func TestAuditStream(t *testing.T) {
 	round(e.export(18, "alice", "2026-Q4", "sales", retryWith(reports.KeyOptions, formAnswer, r.state()), metaURL), "expired")
 
 	lines := auditLines(t, audit.String())
+	checkAuditRecords(t, lines, want)
+	if n := strings.Count(audit.String(), `"page_refused"`); n != 1 {
+		t.Fatalf("%d identity_mismatch records, want 1 (bob opened the page once)", n)
+	}
+	// Rounds of one operation share its id: billing rounds 0, then 1.
+	if lines[1].OperationID != lines[2].OperationID || *lines[1].Round != 0 || *lines[2].Round != 1 {
+		t.Fatalf("billing rounds: %+v %+v", lines[1], lines[2])
+	}
+
+	checkAuditHides(t, audit.String(), states, testKey, reportingKey, label, "LABEL-7731", `"detail":"detailed"`, "bob@example.com", "flow=", "?", "http://")
+	// Nor anything of the answers on the operational log's audit side:
+	// the secret is in no log at all.
+	if strings.Contains(e.logs.String(), testKey) || strings.Contains(e.logs.String(), reportingKey) {
+		t.Fatal("a secret reached the operational log")
+	}
+}
+
+// checkAuditRecords checks the audit records: one mcp_round per round
+// with the outcomes of want in order, each with its fields (an operation
+// id and a round unless the state was refused), and page_refused records
+// of bob on alice's flow.
+func checkAuditRecords(t *testing.T, lines []auditLine, want []string) {
+	t.Helper()
 	var got []string
 	for i, l := range lines {
 		switch l.Msg {
@@ -127,27 +150,19 @@ func TestAuditStream(t *testing.T) {
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("audit outcomes:\n got %v\nwant %v", got, want)
 	}
-	if n := strings.Count(audit.String(), `"page_refused"`); n != 1 {
-		t.Fatalf("%d identity_mismatch records, want 1 (bob opened the page once)", n)
-	}
-	// Rounds of one operation share its id: billing rounds 0, then 1.
-	if lines[1].OperationID != lines[2].OperationID || *lines[1].Round != 0 || *lines[2].Round != 1 {
-		t.Fatalf("billing rounds: %+v %+v", lines[1], lines[2])
-	}
+}
 
-	forbidden := []string{testKey, reportingKey, label, "LABEL-7731", `"detail":"detailed"`, "bob@example.com", "flow=", "?", "http://"}
+// checkAuditHides checks that the audit stream holds none of the
+// requestStates (nor their first 40 characters) and none of forbidden.
+func checkAuditHides(t *testing.T, audit string, states []string, forbidden ...string) {
+	t.Helper()
 	for _, st := range states {
 		forbidden = append(forbidden, st, st[:40])
 	}
 	for _, f := range forbidden {
-		if strings.Contains(audit.String(), f) {
+		if strings.Contains(audit, f) {
 			t.Errorf("the audit stream contains %q", f)
 		}
-	}
-	// Nor anything of the answers on the operational log's audit side:
-	// the secret is in no log at all.
-	if strings.Contains(e.logs.String(), testKey) || strings.Contains(e.logs.String(), reportingKey) {
-		t.Fatal("a secret reached the operational log")
 	}
 }
 

@@ -186,8 +186,16 @@ func TestJWTAuthPagesSameUser(t *testing.T) {
 		t.Fatalf("alice with another token: %s", r.Raw)
 	}
 
+	checkJWTLogs(t, e, idp.URL, map[string]string{"alice's token": aliceTok, "bob's token": bobTok, "the key": testKey, "the client secret": pagesSecret})
+}
+
+// checkJWTLogs checks the log of the same-user test: none of secrets, no
+// authorization code of the two sign-in callbacks, and alice's flow under
+// her issuer#subject principal.
+func checkJWTLogs(t *testing.T, e *env, issuer string, secrets map[string]string) {
+	t.Helper()
 	logs := e.logs.String()
-	for name, secret := range map[string]string{"alice's token": aliceTok, "bob's token": bobTok, "the key": testKey, "the client secret": pagesSecret} {
+	for name, secret := range secrets {
 		if strings.Contains(logs, secret) {
 			t.Errorf("%s appears in the log", name)
 		}
@@ -208,7 +216,7 @@ func TestJWTAuthPagesSameUser(t *testing.T) {
 	if codes != 2 {
 		t.Errorf("%d sign-in callbacks seen, want 2", codes)
 	}
-	if !bytes.Contains([]byte(logs), []byte("principal="+idp.URL+"#alice")) {
+	if !bytes.Contains([]byte(logs), []byte("principal="+issuer+"#alice")) {
 		t.Errorf("alice's flow is not logged under her issuer#subject principal")
 	}
 }
