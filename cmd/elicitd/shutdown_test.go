@@ -51,49 +51,8 @@ func TestSIGTERMFinishesInFlightRequest(t *testing.T) {
 		"--metrics-addr", freeLoopbackAddr(t))
 	cmd, stderr := proc.cmd, proc.out
 
-	type result struct {
-		status int
-		body   string
-		err    error
-	}
-	done := make(chan result, 1)
-	go func() {
-		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_block","arguments":{},` + metaURL + `}}`
-		req, _ := http.NewRequest("POST", "http://"+addr+"/mcp", strings.NewReader(body))
-		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-			"MCP-Protocol-Version": "2026-07-28", "Authorization": "Bearer alice", "Mcp-Method": "tools/call", "Mcp-Name": "test_block"} {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			done <- result{err: err}
-			return
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		done <- result{resp.StatusCode, string(b), err}
-	}()
-
-	// Opening the pipe for writing returns once the handler has opened it
-	// for reading: from here on the request is in flight.
-	opened := make(chan *os.File, 1)
-	go func() {
-		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
-		if err != nil {
-			t.Error(err)
-		}
-		opened <- f
-	}()
-	var release *os.File
-	select {
-	case release = <-opened:
-	case r := <-done:
-		t.Fatalf("the request ended before it blocked: %+v\n%s", r, stderr.String())
-	}
-	if release == nil {
-		t.FailNow()
-	}
-
+	done := callBlocking(addr)
+	release := openRelease(t, fifo, done, stderr)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -125,8 +84,68 @@ func TestSIGTERMFinishesInFlightRequest(t *testing.T) {
 		t.Fatalf("elicitd exit: %v (code %d)\n%s", err, cmd.ProcessState.ExitCode(), stderr.String())
 	}
 	// One "shutting down" per listener, the metrics one named.
-	var mainLines, metricsLines int
-	for line := range strings.Lines(stderr.String()) {
+	if mainLines, metricsLines := shutdownLines(stderr.String()); mainLines != 1 || metricsLines != 1 {
+		t.Fatalf("shutting down logged %d times for --addr, %d for --metrics-addr:\n%s", mainLines, metricsLines, stderr.String())
+	}
+}
+
+// callResult is how an HTTP call ended.
+type callResult struct {
+	status int
+	body   string
+	err    error
+}
+
+// callBlocking calls test_block on addr as alice, in the background.
+func callBlocking(addr string) <-chan callResult {
+	done := make(chan callResult, 1)
+	go func() {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_block","arguments":{},` + metaURL + `}}`
+		req, _ := http.NewRequest("POST", "http://"+addr+"/mcp", strings.NewReader(body))
+		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+			"MCP-Protocol-Version": "2026-07-28", "Authorization": "Bearer alice", "Mcp-Method": "tools/call", "Mcp-Name": "test_block"} {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- callResult{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		done <- callResult{resp.StatusCode, string(b), err}
+	}()
+	return done
+}
+
+// openRelease opens the fifo for writing, which returns once test_block
+// has opened it for reading: from then on the request is in flight.
+func openRelease(t *testing.T, fifo string, done <-chan callResult, stderr *syncBuffer) *os.File {
+	t.Helper()
+	opened := make(chan *os.File, 1)
+	go func() {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			t.Error(err)
+		}
+		opened <- f
+	}()
+	select {
+	case release := <-opened:
+		if release == nil {
+			t.FailNow()
+		}
+		return release
+	case r := <-done:
+		t.Fatalf("the request ended before it blocked: %+v\n%s", r, stderr.String())
+	}
+	return nil
+}
+
+// shutdownLines counts the "shutting down" lines of the main listener and
+// of the metrics one.
+func shutdownLines(log string) (mainLines, metricsLines int) {
+	for line := range strings.Lines(log) {
 		switch {
 		case !strings.Contains(line, `msg="shutting down"`):
 		case strings.Contains(line, "listener=metrics"):
@@ -135,7 +154,5 @@ func TestSIGTERMFinishesInFlightRequest(t *testing.T) {
 			mainLines++
 		}
 	}
-	if mainLines != 1 || metricsLines != 1 {
-		t.Fatalf("shutting down logged %d times for --addr, %d for --metrics-addr:\n%s", mainLines, metricsLines, stderr.String())
-	}
+	return mainLines, metricsLines
 }
