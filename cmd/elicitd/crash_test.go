@@ -28,58 +28,85 @@ func TestSIGKILLDuringWriteBurst(t *testing.T) {
 	proc := startProcess(t, bin, environWithoutElicit(), "--addr", addr, "--data", data, "--audit-log", "off")
 	e := &reportsEnv{env: &env{t: t, url: "http://" + addr, logs: &syncBuffer{}, rec: &recorder{}}}
 	const legs, workers, killAfter = 400, 16, 100
-	bodies := e.firstLegs(t, "alice", legs)
+	acked, killed := burstUntilKilled(e.url, e.firstLegs(t, "alice", legs), workers, killAfter, func() { proc.cmd.Process.Kill() })
+	if !killed {
+		t.Fatalf("the burst ended before %d acknowledgements (%d)", killAfter, len(acked))
+	}
+	proc.wait()
 
+	db := filepath.Join(data, "elicitd.db")
+	drafts := checkDraftsKept(t, db, acked)
+	checkDatabaseAfterKill(t, db, drafts)
+	t.Logf("SIGKILL after %d acknowledged drafts: %d acknowledged in all, %d in the database", killAfter, len(acked), drafts)
+	if drafts > legs {
+		t.Fatalf("%d drafts from %d operations", drafts, legs)
+	}
+}
+
+// burstUntilKilled sends bodies (export_report legs of alice) from
+// workers goroutines and calls kill once killAfter drafts were
+// acknowledged; it returns the acknowledged draft ids, and whether kill
+// was called, once every worker stopped (the process gone or the bodies
+// sent).
+func burstUntilKilled(url string, bodies []string, workers, killAfter int, kill func()) (acked []string, killed bool) {
 	var (
-		mu    sync.Mutex
-		acked []string
-		n     atomic.Int64
-		wg    sync.WaitGroup
-		next  atomic.Int64
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		next atomic.Int64
+		once sync.Once
 	)
-	killed := make(chan struct{})
-	var once sync.Once
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= legs {
-					return
-				}
-				status, _, raw, err := rawCall(e.url, "alice", reports.ToolExport, bodies[i])
+			for i := int(next.Add(1) - 1); i < len(bodies); i = int(next.Add(1) - 1) {
+				id, err := exportedDraft(url, bodies[i])
 				if err != nil {
 					return // the process is gone
 				}
-				var resp struct {
-					Result struct {
-						ResultType        string `json:"resultType"`
-						StructuredContent struct {
-							DraftID string `json:"draft_id"`
-						} `json:"structuredContent"`
-					} `json:"result"`
+				if id == "" {
+					continue
 				}
-				if status == 200 && json.Unmarshal([]byte(raw), &resp) == nil && resp.Result.ResultType == "complete" && resp.Result.StructuredContent.DraftID != "" {
-					mu.Lock()
-					acked = append(acked, resp.Result.StructuredContent.DraftID)
-					mu.Unlock()
-					if n.Add(1) == killAfter {
-						once.Do(func() { proc.cmd.Process.Kill(); close(killed) })
-					}
+				mu.Lock()
+				acked = append(acked, id)
+				n := len(acked)
+				mu.Unlock()
+				if n == killAfter {
+					once.Do(func() { kill(); killed = true })
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	select {
-	case <-killed:
-	default:
-		t.Fatalf("the burst ended before %d acknowledgements (%d)", killAfter, n.Load())
-	}
-	proc.wait()
+	return acked, killed
+}
 
-	st, err := sqlite.Open(filepath.Join(data, "elicitd.db"))
+// exportedDraft sends one export_report leg and returns the id of the
+// draft its complete result acknowledges ("" for any other answer).
+func exportedDraft(url, body string) (string, error) {
+	status, _, raw, err := rawCall(url, "alice", reports.ToolExport, body)
+	if err != nil {
+		return "", err
+	}
+	var resp struct {
+		Result struct {
+			ResultType        string `json:"resultType"`
+			StructuredContent struct {
+				DraftID string `json:"draft_id"`
+			} `json:"structuredContent"`
+		} `json:"result"`
+	}
+	if status != 200 || json.Unmarshal([]byte(raw), &resp) != nil || resp.Result.ResultType != "complete" {
+		return "", nil
+	}
+	return resp.Result.StructuredContent.DraftID, nil
+}
+
+// checkDraftsKept reopens the database: every acknowledged draft is there,
+// each with its ledger row. It returns how many drafts there are.
+func checkDraftsKept(t *testing.T, path string, acked []string) int {
+	t.Helper()
+	st, err := sqlite.Open(path)
 	if err != nil {
 		t.Fatalf("reopening after SIGKILL: %v", err)
 	}
@@ -103,21 +130,26 @@ func TestSIGKILLDuringWriteBurst(t *testing.T) {
 			t.Errorf("acknowledged draft %s lost", id)
 		}
 	}
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(data, "elicitd.db")+"?mode=ro")
+	return len(drafts)
+}
+
+// checkDatabaseAfterKill checks that no prepare operation is left without
+// its draft and that SQLite's integrity check passes.
+func checkDatabaseAfterKill(t *testing.T, path string, drafts int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	var prepared int
 	var check string
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM operations WHERE outcome = ?`, reports.OutcomePrepared).Scan(&prepared); err != nil || prepared != len(drafts) {
-		t.Errorf("%d prepare operations recorded (%v) for %d drafts", prepared, err, len(drafts))
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM operations WHERE outcome = ?`, reports.OutcomePrepared).Scan(&prepared); err != nil || prepared != drafts {
+		t.Errorf("%d prepare operations recorded (%v) for %d drafts", prepared, err, drafts)
 	}
 	if err := db.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&check); err != nil || check != "ok" {
 		t.Errorf("integrity_check after SIGKILL: %q, %v", check, err)
-	}
-	t.Logf("SIGKILL after %d acknowledged drafts: %d acknowledged in all, %d in the database", killAfter, len(acked), len(drafts))
-	if len(drafts) > legs {
-		t.Fatalf("%d drafts from %d operations", len(drafts), legs)
 	}
 }
