@@ -80,37 +80,18 @@ func TestBrowserCookieTossing(t *testing.T) {
 	if status, page := c.open(mb, calendarLink, "mallory"); status != http.StatusOK || !strings.Contains(page, "mallory") {
 		t.Fatalf("mallory's own page: %d\n%s", status, page)
 	}
-	u, _ := url.Parse(c.url + "/")
-	var name, sid string
-	for _, ck := range mb.client.Jar.Cookies(u) {
-		if strings.HasSuffix(ck.Name, "elicit_session") {
-			name, sid = ck.Name, ck.Value
-		}
-	}
-	if sid == "" {
-		t.Fatal("mallory got no session cookie")
-	}
+	name, sid := sessionCookie(t, mb, c.url)
 	evil := newTosser(t, name, sid, map[string]string{"/billing": billingLink, "/calendar": calendarLink})
 	if strings.HasPrefix(evil.URL, c.url) || !strings.HasPrefix(evil.URL, "http://127.0.0.1:") {
 		t.Fatalf("attacker origin %s is not another port of %s", evil.URL, c.url)
 	}
 	id := func(s string) chromedp.ID { return chromedp.ID(s) }
-	has := func(ctx context.Context, who, sel string) bool {
-		return browserValue(t, ctx, who, chromedp.Evaluate[int](`document.querySelectorAll("`+sel+`").length`)) > 0
-	}
-	// visit opens mallory's page at path and follows its link, until one
-	// of the elements in waitFor shows.
+	has := func(ctx context.Context, who, sel string) bool { return hasElement(t, ctx, who, sel) }
 	visit := func(ctx context.Context, path, waitFor string) {
 		t.Helper()
-		do(t, ctx, "alice", chromedp.Navigate(evil.URL+path), chromedp.Click(id("go")), chromedp.WaitVisible(chromedp.CSS(waitFor)))
+		followTossed(t, ctx, evil.URL+path, waitFor)
 	}
-	refused := func(ctx context.Context, who, what string) {
-		t.Helper()
-		body := browserValue(t, ctx, who, chromedp.Text("body"))
-		if !has(ctx, who, "#cookie-conflict") || !strings.Contains(body, "more than one sign-in cookie") || strings.Contains(body, "mallory") {
-			t.Errorf("%s: alice was not refused:\n%s", what, body)
-		}
-	}
+	refused := func(ctx context.Context, who, what string) { t.Helper(); wantConflictRefusal(t, ctx, who, what) }
 
 	// The key page. alice is signed in as herself, then visits mallory's
 	// page and follows its link.
@@ -169,5 +150,42 @@ func TestBrowserCookieTossing(t *testing.T) {
 	}
 	if strings.Contains(c.logs.String(), aliceKey) || !strings.Contains(c.logs.String(), "cookie_conflict_refused") {
 		t.Fatalf("the log holds the key, or no refusal:\n%s", c.logs.String())
+	}
+}
+
+// sessionCookie returns the name and value of b's session cookie for base.
+func sessionCookie(t *testing.T, b *browser, base string) (name, value string) {
+	t.Helper()
+	u, _ := url.Parse(base + "/")
+	for _, ck := range b.client.Jar.Cookies(u) {
+		if strings.HasSuffix(ck.Name, "elicit_session") {
+			name, value = ck.Name, ck.Value
+		}
+	}
+	if value == "" {
+		t.Fatal("no session cookie")
+	}
+	return name, value
+}
+
+// hasElement reports whether the page shows an element matching sel.
+func hasElement(t *testing.T, ctx context.Context, who, sel string) bool {
+	return browserValue(t, ctx, who, chromedp.Evaluate[int](`document.querySelectorAll("`+sel+`").length`)) > 0
+}
+
+// followTossed opens the attacker's page and follows its link, until one
+// of the elements in waitFor shows.
+func followTossed(t *testing.T, ctx context.Context, page, waitFor string) {
+	t.Helper()
+	do(t, ctx, "alice", chromedp.Navigate(page), chromedp.Click(chromedp.ID("go")), chromedp.WaitVisible(chromedp.CSS(waitFor)))
+}
+
+// wantConflictRefusal checks that the page refuses the two sign-in
+// cookies, and shows nothing of mallory's.
+func wantConflictRefusal(t *testing.T, ctx context.Context, who, what string) {
+	t.Helper()
+	body := browserValue(t, ctx, who, chromedp.Text("body"))
+	if !hasElement(t, ctx, who, "#cookie-conflict") || !strings.Contains(body, "more than one sign-in cookie") || strings.Contains(body, "mallory") {
+		t.Errorf("%s: alice was not refused:\n%s", what, body)
 	}
 }
