@@ -32,15 +32,7 @@ import (
 // It needs tmux (apt-get install tmux) and is skipped without it, unless
 // ELICIT_TMUX_TEST=require.
 func TestTmuxBilling(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("ELICIT_TMUX_TEST") == "require" {
-			t.Fatal("tmux is required (ELICIT_TMUX_TEST=require) but not installed: apt-get install tmux")
-		}
-		t.Skip("tmux is not installed (apt-get install tmux); set ELICIT_TMUX_TEST=require to make this a failure")
-	}
-	if testing.Short() {
-		t.Skip("builds two binaries and drives a terminal; skipped with -short")
-	}
+	needTmux(t)
 	dir := t.TempDir()
 	elicitBin := goBuild(t, dir, "elicit", ".")
 	elicitdBin := goBuild(t, dir, "elicitd", "../elicitd")
@@ -56,22 +48,7 @@ func TestTmuxBilling(t *testing.T) {
 	// Run 1: decline.
 	tm.start("decline", cmd)
 	screen := tm.waitFor("decline", "Do you want to open this page?")
-	flowURL := regexp.MustCompile(`URL:\s+(` + regexp.QuoteMeta(base) + `/ui/set_api_key\?flow=[0-9a-f]{32})\s`).FindStringSubmatch(screen)
-	for _, want := range []string{
-		"Server:   " + addr + " — the endpoint you connected to",
-		`Name:     "elicit reference server" (elicitd`, "self-reported, not verified",
-		"Message:  ",
-		"Domain:   127.0.0.1",
-		"Nothing has been opened or fetched.",
-		"Esc or Ctrl-C: cancel",
-	} {
-		if !strings.Contains(screen, want) {
-			t.Errorf("the consent screen lacks %q:\n%s", want, screen)
-		}
-	}
-	if flowURL == nil {
-		t.Fatalf("the consent screen shows no full flow URL:\n%s", screen)
-	}
+	checkConsentScreen(t, screen, addr, base)
 	tm.keys("decline", "Down")
 	tm.waitFor("decline", "> Decline")
 	tm.keys("decline", "Enter")
@@ -106,10 +83,7 @@ func TestTmuxBilling(t *testing.T) {
 			args = " --arg period=2026-Q2 --arg dataset=sales"
 		}
 		tm.start(tc.user, fmt.Sprintf("%s call %s --url %s/mcp --token %s%s", elicitBin, tc.tool, base, tc.user, args))
-		for _, st := range tc.steps {
-			tm.waitFor(tc.user, st[0])
-			tm.keys(tc.user, st[1])
-		}
+		tm.press(tc.user, tc.steps)
 		status, screen := tm.waitDead(tc.user)
 		if !strings.Contains(screen, tc.says) || lastLine(screen) != tc.ends || status != "1" {
 			t.Errorf("%s: exit %s; want %q and the server's cancel text %q last:\n%s", tc.user, status, tc.says, tc.ends, screen)
@@ -139,6 +113,51 @@ func TestTmuxBilling(t *testing.T) {
 	}
 	if strings.Contains(screen, "sk_test_tmux") {
 		t.Errorf("the key shows in the client's terminal:\n%s", screen)
+	}
+}
+
+// needTmux skips (or, with ELICIT_TMUX_TEST=require, fails) without tmux,
+// and skips in -short.
+func needTmux(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("ELICIT_TMUX_TEST") == "require" {
+			t.Fatal("tmux is required (ELICIT_TMUX_TEST=require) but not installed: apt-get install tmux")
+		}
+		t.Skip("tmux is not installed (apt-get install tmux); set ELICIT_TMUX_TEST=require to make this a failure")
+	}
+	if testing.Short() {
+		t.Skip("builds two binaries and drives a terminal; skipped with -short")
+	}
+}
+
+// checkConsentScreen checks the URL consent screen of connect_billing:
+// who asks (verified and self-reported), the message, the full flow URL,
+// the domain, and how to cancel.
+func checkConsentScreen(t *testing.T, screen, addr, base string) {
+	t.Helper()
+	for _, want := range []string{
+		"Server:   " + addr + " — the endpoint you connected to",
+		`Name:     "elicit reference server" (elicitd`, "self-reported, not verified",
+		"Message:  ",
+		"Domain:   127.0.0.1",
+		"Nothing has been opened or fetched.",
+		"Esc or Ctrl-C: cancel",
+	} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("the consent screen lacks %q:\n%s", want, screen)
+		}
+	}
+	if regexp.MustCompile(`URL:\s+(` + regexp.QuoteMeta(base) + `/ui/set_api_key\?flow=[0-9a-f]{32})\s`).FindStringSubmatch(screen) == nil {
+		t.Fatalf("the consent screen shows no full flow URL:\n%s", screen)
+	}
+}
+
+// press waits for each step's text in window's screen, then presses its key.
+func (tm *tmux) press(window string, steps [][2]string) {
+	for _, st := range steps {
+		tm.waitFor(window, st[0])
+		tm.keys(window, st[1])
 	}
 }
 
