@@ -148,7 +148,7 @@ func checkConsentScreen(t *testing.T, screen, addr, base string) {
 			t.Errorf("the consent screen lacks %q:\n%s", want, screen)
 		}
 	}
-	if regexp.MustCompile(`URL:\s+(` + regexp.QuoteMeta(base) + `/ui/set_api_key\?flow=[0-9a-f]{32})\s`).FindStringSubmatch(screen) == nil {
+	if regexp.MustCompile(`URL:\s+(`+regexp.QuoteMeta(base)+`/ui/set_api_key\?flow=[0-9a-f]{32})\s`).FindStringSubmatch(screen) == nil {
 		t.Fatalf("the consent screen shows no full flow URL:\n%s", screen)
 	}
 }
