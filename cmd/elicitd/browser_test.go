@@ -34,8 +34,13 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
+// browserLimit bounds one browser's whole life in a test.
+const browserLimit = 2 * time.Minute
+
 // newBrowser starts a headless Chromium with its own profile (so its own
-// cookies) that reaches nothing but loopback.
+// cookies) that reaches nothing but loopback. Its context ends after
+// browserLimit: a guard against a hung browser, not a speed goal, so it is
+// long enough for a loaded two-core machine.
 func newBrowser(t *testing.T, exe string) context.Context {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -51,7 +56,7 @@ func newBrowser(t *testing.T, exe string) context.Context {
 	)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(alloc)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 20*time.Second)
+	ctx, cancelTimeout := context.WithTimeout(ctx, browserLimit)
 	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
 	return ctx
 }
