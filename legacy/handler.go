@@ -142,23 +142,8 @@ type Options struct {
 	StatePoll time.Duration
 }
 
-// Handler serves both eras on one endpoint. Build it with NewHandler; call
-// Close when the server shuts down.
-type Handler struct {
-	modern  *streamhttp.Handler
-	edge    endpoint.Endpoint // modern's admission and body limit
-	reg     *registry
-	sdk     http.Handler // go-sdk stateful handler, no user
-	withSub http.Handler // the same behind the bearer middleware (TokenInfo.UserID = subject)
-}
-
-// NewHandler returns a Handler that sends 2026-07-28 requests to modern
-// and serves 2025-era clients from srv's registered handlers. Register
-// every tool, prompt, resource and the completion handler on srv before
-// calling it: the 2025 side copies the lists once. It tells srv that the
-// endpoint serves Versions too: they are listed in server/discover and in
-// the data of -32022.
-func NewHandler(srv *mcpserver.Server, modern *streamhttp.Handler, opts *Options) *Handler {
+// withDefaults returns the options with every zero field at its default.
+func (opts *Options) withDefaults() Options {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -193,6 +178,27 @@ func NewHandler(srv *mcpserver.Server, modern *streamhttp.Handler, opts *Options
 	if o.InputTimeout <= 0 {
 		o.InputTimeout = reqstate.DefaultTTL
 	}
+	return o
+}
+
+// Handler serves both eras on one endpoint. Build it with NewHandler; call
+// Close when the server shuts down.
+type Handler struct {
+	modern  *streamhttp.Handler
+	edge    endpoint.Endpoint // modern's admission and body limit
+	reg     *registry
+	sdk     http.Handler // go-sdk stateful handler, no user
+	withSub http.Handler // the same behind the bearer middleware (TokenInfo.UserID = subject)
+}
+
+// NewHandler returns a Handler that sends 2026-07-28 requests to modern
+// and serves 2025-era clients from srv's registered handlers. Register
+// every tool, prompt, resource and the completion handler on srv before
+// calling it: the 2025 side copies the lists once. It tells srv that the
+// endpoint serves Versions too: they are listed in server/discover and in
+// the data of -32022.
+func NewHandler(srv *mcpserver.Server, modern *streamhttp.Handler, opts *Options) *Handler {
+	o := opts.withDefaults()
 	// Clients of either era learn, from discover or -32022, that the
 	// endpoint serves these too.
 	core := transport.Of(srv)
@@ -418,10 +424,14 @@ func (h *Handler) toSDK(w http.ResponseWriter, r *http.Request, p auth.Principal
 	h.withSub.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), subjectKey{}, id)))
 }
 
-// principalOf returns the subject that serveLegacy handed to go-sdk.
-func principalOf(extra *sdk.RequestExtra) string {
-	if extra == nil || extra.TokenInfo == nil {
-		return ""
+// principalOf returns the subject that serveLegacy handed to go-sdk, else
+// the principal of the session the handler runs in (a stream's, ServeStream).
+func principalOf(ctx context.Context, extra *sdk.RequestExtra) string {
+	if extra != nil && extra.TokenInfo != nil {
+		return extra.TokenInfo.UserID
 	}
-	return extra.TokenInfo.UserID
+	if s := sessionOf(ctx); s != nil {
+		return s.principal
+	}
+	return ""
 }

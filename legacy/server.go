@@ -83,7 +83,7 @@ func (b *bridge) list(method string, v any) {
 }
 
 func (b *bridge) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-	c := &call{ss: req.Session, principal: principalOf(req.Extra), method: mcp.MethodToolsCall,
+	c := &call{ss: req.Session, principal: principalOf(ctx, req.Extra), method: mcp.MethodToolsCall,
 		target: map[string]any{"name": req.Params.Name}, progress: req.Params.GetProgressToken()}
 	if a := req.Params.Arguments; len(a) > 0 {
 		c.arguments = a
@@ -93,7 +93,7 @@ func (b *bridge) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 }
 
 func (b *bridge) getPrompt(ctx context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
-	c := &call{ss: req.Session, principal: principalOf(req.Extra), method: mcp.MethodPromptsGet,
+	c := &call{ss: req.Session, principal: principalOf(ctx, req.Extra), method: mcp.MethodPromptsGet,
 		target: map[string]any{"name": req.Params.Name}, progress: req.Params.GetProgressToken()}
 	if req.Params.Arguments != nil {
 		a, err := json.Marshal(req.Params.Arguments)
@@ -107,7 +107,7 @@ func (b *bridge) getPrompt(ctx context.Context, req *sdk.GetPromptRequest) (*sdk
 }
 
 func (b *bridge) readResource(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
-	c := &call{ss: req.Session, principal: principalOf(req.Extra), method: mcp.MethodResourcesRead,
+	c := &call{ss: req.Session, principal: principalOf(ctx, req.Extra), method: mcp.MethodResourcesRead,
 		target: map[string]any{"uri": req.Params.URI}, progress: req.Params.GetProgressToken()}
 	raw, err := b.serve(ctx, c)
 	var we *sdkjsonrpc.Error
@@ -118,7 +118,7 @@ func (b *bridge) readResource(ctx context.Context, req *sdk.ReadResourceRequest)
 }
 
 func (b *bridge) complete(ctx context.Context, req *sdk.CompleteRequest) (*sdk.CompleteResult, error) {
-	c := &call{ss: req.Session, principal: principalOf(req.Extra), method: mcp.MethodCompletionComplete,
+	c := &call{ss: req.Session, principal: principalOf(ctx, req.Extra), method: mcp.MethodCompletionComplete,
 		target: map[string]any{"ref": req.Params.Ref, "argument": req.Params.Argument}}
 	resp := b.invoke(ctx, c, capabilitiesOf(req.Session), nil, nil)
 	if resp.Error != nil {

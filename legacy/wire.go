@@ -152,7 +152,7 @@ func (b *bridge) eraMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 		if err != nil {
 			return res, err
 		}
-		if method == "initialize" {
+		if method == "initialize" && b.reg != nil {
 			if s := sessionOf(ctx); s != nil {
 				if ss, ok := req.GetSession().(*sdk.ServerSession); ok {
 					b.reg.opened(s, ss)

@@ -74,6 +74,21 @@ const (
 	NotificationMessage  = "notifications/message"
 )
 
+// NotificationCancelled is the one notification a client sends, and only
+// on stdio, to cancel a request in progress (basic/patterns/cancellation.mdx;
+// on Streamable HTTP closing the response stream cancels). Its params are
+// CancelledParams.
+const NotificationCancelled = "notifications/cancelled"
+
+// CancelledParams are the params of notifications/cancelled.
+type CancelledParams struct {
+	// RequestID is the id of the request to cancel, as the client sent it
+	// (a JSON string or integer).
+	RequestID json.RawMessage `json:"requestId"`
+	// Reason is optional text for logs; it is the client's, untrusted.
+	Reason string `json:"reason,omitempty"`
+}
+
 // Empty is the "{}" used for capability flags that carry no settings.
 type Empty struct{}
 
