@@ -1,13 +1,19 @@
 // Package mcpclient is an MCP 2026-07-28 client over the stateless
-// Streamable HTTP binding (basic/transports/streamable-http.mdx): discover,
-// list, call, get and read, with the multi round-trip (MRTR) input loop
-// done for the caller (basic/patterns/mrtr.mdx §Client Requirements).
+// Streamable HTTP binding (basic/transports/streamable-http.mdx, New) or
+// the stdio binding to a command it launches (basic/transports/stdio.mdx,
+// NewCommand): discover, list, call, get and read, with the multi
+// round-trip (MRTR) input loop done for the caller
+// (basic/patterns/mrtr.mdx §Client Requirements). Both bindings share
+// everything above the transport: the input loop, the version fallback,
+// the typed errors.
 //
-// Every request is its own POST carrying the standard headers
+// Over HTTP every request is its own POST carrying the standard headers
 // (MCP-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Param-* for
 // x-mcp-header arguments) and a fresh _meta with the protocol version, the
 // client capabilities derived from Handlers, and clientInfo. Responses may
-// be JSON or SSE.
+// be JSON or SSE. Over stdio the same request is one line on the server's
+// standard input; a server that predates 2026-07-28 is reached through
+// the initialize handshake instead (see NewCommand).
 //
 // When a call answers input_required, CallTool, GetPrompt and ReadResource
 // answer every input request through Handlers and retry: a new JSON-RPC id
@@ -116,9 +122,17 @@ type Options struct {
 	// Logger receives why a tool was dropped from ListTools (HTTP-C-12)
 	// and other server oddities; nil means slog.Default().
 	Logger *slog.Logger
-	// MaxMessageBytes bounds one response message (JSON body or SSE
-	// event); 0 means DefaultMaxMessageBytes.
+	// MaxMessageBytes bounds one response message (JSON body, SSE event,
+	// or stdio line); 0 means DefaultMaxMessageBytes.
 	MaxMessageBytes int64
+	// ProbeTimeout (NewCommand only) is how long the server/discover probe
+	// may go unanswered before the server is taken for an initialize-era
+	// one; 0 means DefaultProbeTimeout.
+	ProbeTimeout time.Duration
+	// TerminateGrace (NewCommand only) is how long Close waits for the
+	// server to exit after closing its input, and again after SIGTERM,
+	// before it kills it; 0 means DefaultTerminateGrace.
+	TerminateGrace time.Duration
 }
 
 // Progress is one notifications/progress for a request of this client.
@@ -150,7 +164,9 @@ type Client struct {
 	log          *slog.Logger
 	maxMsg       int64
 
-	nextID atomic.Int64
+	nextID  atomic.Int64
+	tr      transport
+	command string // the command line of a NewCommand client
 
 	mu      sync.Mutex
 	version string
@@ -168,13 +184,21 @@ type toolEntry struct {
 
 // New returns a client for the MCP endpoint URL (e.g.
 // "http://127.0.0.1:3000/mcp"). It does no I/O; a bad URL is reported by
-// the first call.
+// the first call. NewCommand makes a client of a local command instead.
 func New(endpoint string, opts *Options) *Client {
+	c := newClient(opts)
+	c.endpoint = endpoint
+	c.tr = httpTransport{c}
+	return c
+}
+
+// newClient applies the options; the caller sets the transport.
+func newClient(opts *Options) *Client {
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
-	c := &Client{endpoint: endpoint, http: o.HTTPClient, token: o.Token, authorizer: o.Authorizer, maxAuth: o.MaxAuthorizations, info: o.ClientInfo,
+	c := &Client{http: o.HTTPClient, token: o.Token, authorizer: o.Authorizer, maxAuth: o.MaxAuthorizations, info: o.ClientInfo,
 		maxRounds: o.MaxRounds, maxStateOnly: o.MaxStateOnlyRounds, stateDelay: o.StateOnlyDelay,
 		onProgress: o.OnProgress, log: o.Logger, maxMsg: o.MaxMessageBytes}
 	if c.http == nil {
@@ -216,8 +240,14 @@ func New(endpoint string, opts *Options) *Client {
 	return c
 }
 
-// Endpoint returns the endpoint URL given to New.
+// Endpoint returns the endpoint URL given to New ("" for NewCommand).
 func (c *Client) Endpoint() string { return c.endpoint }
+
+// Close releases the client: for NewCommand it stops the server process
+// (see NewCommand) and returns why it had to be signalled or how it
+// failed, if it did; later calls fail with ErrClosed. For an HTTP client
+// it does nothing.
+func (c *Client) Close() error { return c.tr.close() }
 
 // Capabilities returns the client capabilities sent in every request's
 // _meta, derived from Options.Handlers.
@@ -251,7 +281,9 @@ func (c *Client) Server() *mcp.Implementation {
 
 // Asker returns who is asking, for Handlers: the endpoint and the server's
 // self-reported identity.
-func (c *Client) Asker() Asker { return Asker{Endpoint: c.endpoint, Server: c.Server()} }
+func (c *Client) Asker() Asker {
+	return Asker{Endpoint: c.endpoint, Command: c.command, Server: c.Server()}
+}
 
 // resultHead is the part of every result the client looks at first.
 type resultHead struct {
@@ -393,9 +425,10 @@ func (c *Client) list(ctx context.Context, method string, page func(raw json.Raw
 	return &ProtocolError{Method: method, Reason: fmt.Sprintf("more than %d pages", maxPages)}
 }
 
-// ListTools returns every tool of tools/list, following nextCursor. Tools
-// whose x-mcp-header annotations break the rules (mcp.ToolHeaderParams) are
-// left out and logged with the reason (HTTP-C-12). Each tool's
+// ListTools returns every tool of tools/list, following nextCursor. Over
+// HTTP, tools whose x-mcp-header annotations break the rules
+// (mcp.ToolHeaderParams) are left out and logged with the reason
+// (HTTP-C-12); stdio has no headers, so they stay. Each tool's
 // inputSchema is kept verbatim, and no $ref in it is ever fetched. The
 // client remembers the annotations for CallTool.
 func (c *Client) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
@@ -413,6 +446,10 @@ func (c *Client) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 				continue
 			}
 			params, err := mcp.ToolHeaderParams(t.InputSchema)
+			if err != nil && !c.tr.headers() {
+				// No headers on this transport: the annotations are inert.
+				params, err = nil, nil
+			}
 			if err != nil {
 				c.log.Warn("mcpclient: dropping tool with invalid x-mcp-header (HTTP-C-12)", "tool", clip(t.Name, 100), "reason", err.Error())
 				entries[t.Name] = toolEntry{dropped: err}
@@ -532,13 +569,15 @@ func (c *Client) toolOp(ctx context.Context, name string, args any) (*operation,
 	if err != nil {
 		return nil, err
 	}
-	params, err := c.toolHeaders(ctx, name, false)
-	if err != nil {
-		return nil, err
-	}
-	hdr, err := paramHeaders(params, raw)
-	if err != nil {
-		return nil, fmt.Errorf("mcpclient: tool %q: %w", name, err)
+	var hdr http.Header
+	if c.tr.headers() {
+		params, err := c.toolHeaders(ctx, name, false)
+		if err != nil {
+			return nil, err
+		}
+		if hdr, err = paramHeaders(params, raw); err != nil {
+			return nil, fmt.Errorf("mcpclient: tool %q: %w", name, err)
+		}
 	}
 	n := name
 	return &operation{

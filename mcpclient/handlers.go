@@ -8,11 +8,15 @@ import (
 
 // Asker identifies who is asking, for the user: the server's self-reported
 // identity from server/discover (or result _meta) and the endpoint URL it
-// was reached at. Consent UIs show both (ELI-C-01); only the endpoint's
-// host is verified.
+// was reached at, or the command that was launched. Consent UIs show both
+// (ELI-C-01); only the endpoint's host, or the command, is verified.
 type Asker struct {
-	// Endpoint is the MCP endpoint URL the client talks to.
+	// Endpoint is the MCP endpoint URL the client talks to ("" for a
+	// local command).
 	Endpoint string
+	// Command is the command line of the local server the client launched
+	// (NewCommand); "" over HTTP.
+	Command string
 	// Server is the server's self-reported identity; nil when unknown.
 	Server *mcp.Implementation
 }

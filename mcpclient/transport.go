@@ -95,12 +95,39 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
+// transport carries one request to the server and brings back its raw
+// result object: Streamable HTTP (httpTransport, each request its own
+// POST) or the standard streams of a launched command (stdioTransport).
+// The client logic above it (the input loop, version fallback, typed
+// errors) is the same for both.
+type transport interface {
+	// roundTrip sends out, with a fresh id and _meta for version, and
+	// returns the result object or the request's error.
+	roundTrip(ctx context.Context, out *outgoing, version string) (json.RawMessage, error)
+	// headers reports whether requests carry HTTP headers, so that a tool
+	// whose x-mcp-header annotations break the rules cannot be called
+	// (HTTP-C-11, HTTP-C-12).
+	headers() bool
+	// close releases the connection (stops a launched command).
+	close() error
+}
+
+// httpTransport is the Streamable HTTP binding.
+type httpTransport struct{ c *Client }
+
+func (t httpTransport) roundTrip(ctx context.Context, out *outgoing, version string) (json.RawMessage, error) {
+	return t.c.postAuthorized(ctx, out, version)
+}
+
+func (httpTransport) headers() bool { return true }
+func (httpTransport) close() error  { return nil }
+
 // send sends out and returns the raw result object. On -32022 it retries
 // once with a version from data.supported that this client speaks
 // (VER-C-02) and keeps that version for later requests.
 func (c *Client) send(ctx context.Context, out *outgoing) (json.RawMessage, error) {
 	version := c.Version()
-	res, err := c.postAuthorized(ctx, out, version)
+	res, err := c.tr.roundTrip(ctx, out, version)
 	var rpc *RPCError
 	if err == nil || !errors.As(err, &rpc) || rpc.Code != mcp.CodeUnsupportedProtocolVersion {
 		return res, err
@@ -118,7 +145,7 @@ func (c *Client) send(ctx context.Context, out *outgoing) (json.RawMessage, erro
 		return nil, &UnsupportedVersionError{Supported: data.Supported, Requested: version, RPC: rpc}
 	}
 	c.setVersion(next)
-	res, err = c.postAuthorized(ctx, out, next)
+	res, err = c.tr.roundTrip(ctx, out, next)
 	if errors.As(err, &rpc) && rpc.Code == mcp.CodeUnsupportedProtocolVersion {
 		_ = json.Unmarshal(rpc.Data, &data)
 		return nil, &UnsupportedVersionError{Supported: data.Supported, Requested: next, RPC: rpc}
@@ -126,23 +153,33 @@ func (c *Client) send(ctx context.Context, out *outgoing) (json.RawMessage, erro
 	return res, err
 }
 
-// post sends one request with a fresh id and _meta and reads its answer.
-func (c *Client) post(ctx context.Context, out *outgoing, version string) (json.RawMessage, error) {
-	id := c.nextID.Add(1)
+// encode builds the JSON-RPC request for out: a fresh id, out's params and
+// _meta with version, the capabilities and clientInfo, and a progress
+// token when progress is wanted.
+func (c *Client) encode(out *outgoing, version string) (id int64, token string, body []byte, err error) {
+	id = c.nextID.Add(1)
 	params := out.params
 	caps := c.caps
 	if out.caps != nil {
 		caps = *out.caps
 	}
 	params.Meta = &reqMeta{ProtocolVersion: version, ClientCapabilities: caps, ClientInfo: &c.info}
-	token := ""
 	if c.onProgress != nil {
 		token = "elicit-" + strconv.FormatInt(id, 10)
 		params.Meta.ProgressToken = token
 	}
-	body, err := marshal(&reqEnvelope{JSONRPC: jsonrpc.Version, ID: id, Method: out.method, Params: &params})
+	body, err = marshal(&reqEnvelope{JSONRPC: jsonrpc.Version, ID: id, Method: out.method, Params: &params})
 	if err != nil {
-		return nil, fmt.Errorf("mcpclient: %s: encoding the request: %w", out.method, err)
+		return 0, "", nil, fmt.Errorf("mcpclient: %s: encoding the request: %w", out.method, err)
+	}
+	return id, token, body, nil
+}
+
+// post sends one request with a fresh id and _meta and reads its answer.
+func (c *Client) post(ctx context.Context, out *outgoing, version string) (json.RawMessage, error) {
+	id, token, body, err := c.encode(out, version)
+	if err != nil {
+		return nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
 	if err != nil {
@@ -387,13 +424,14 @@ func (r *reading) rpcError(e *wireError) *RPCError {
 	return &RPCError{Method: r.out.method, HTTPStatus: status, Code: e.Code, Message: e.Message, Data: e.Data}
 }
 
-// rpcErrorTyped returns the error for a JSON-RPC error object, typed for
+func (r *reading) rpcErrorTyped(e *wireError) error { return typedError(r.rpcError(e)) }
+
+// typedError returns the error for a JSON-RPC error response, typed for
 // the codes the client acts on.
-func (r *reading) rpcErrorTyped(e *wireError) error {
-	rpc := r.rpcError(e)
-	if e.Code == mcp.CodeMissingRequiredClientCapability {
+func typedError(rpc *RPCError) error {
+	if rpc.Code == mcp.CodeMissingRequiredClientCapability {
 		var d mcp.MissingCapabilityData
-		_ = json.Unmarshal(e.Data, &d)
+		_ = json.Unmarshal(rpc.Data, &d)
 		return &MissingCapabilityError{RequiredCapabilities: d.RequiredCapabilities, RPC: rpc}
 	}
 	return rpc
