@@ -40,11 +40,14 @@ func marker(ansi bool) func(string) string {
 }
 
 // AskerLines describes who is asking (ELI-C-01) as two lines: the host of
-// the endpoint the client connected to (the only verified part) and the
-// name the server gives itself (self-reported, not verified).
+// the endpoint the client connected to, or the local command it launched
+// (the only verified part), and the name the server gives itself
+// (self-reported, not verified).
 func AskerLines(who mcpclient.Asker) (endpoint, name string) {
 	endpoint = "(unknown endpoint)"
-	if u, err := url.Parse(who.Endpoint); err == nil && u.Host != "" {
+	if who.Command != "" {
+		endpoint = clean(who.Command) + " — the local program this host started"
+	} else if u, err := url.Parse(who.Endpoint); err == nil && u.Host != "" {
 		endpoint = clean(u.Host)
 		if rep, err := InspectURL(who.Endpoint); err == nil {
 			endpoint = rep.Host

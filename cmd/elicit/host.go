@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os/exec"
 	"strings"
 	"syscall"
 	"time"
@@ -33,13 +34,26 @@ type host struct {
 }
 
 // client makes the MCP client; handlers nil declares no client
-// capabilities (tools/list needs none). Without --token or --no-login it
-// signs in when the server asks (login.go). onProgress, if set, receives
-// the server's progress (and makes requests carry a progressToken).
-func (h *host) client(handlers *mcpclient.Handlers, onProgress ...func(mcpclient.Progress)) (*mcpclient.Client, error) {
+// capabilities (tools/list needs none). With a command, it launches the
+// server (its log goes to stderr, cleaned like every other print) and
+// learns its era; h.close stops it. Otherwise, without --token or
+// --no-login it signs in when the server asks (login.go). onProgress, if
+// set, receives the server's progress (and makes requests carry a
+// progressToken).
+func (h *host) client(ctx context.Context, handlers *mcpclient.Handlers, onProgress ...func(mcpclient.Progress)) (*mcpclient.Client, error) {
 	var progress func(mcpclient.Progress)
 	if len(onProgress) > 0 {
 		progress = onProgress[0]
+	}
+	if h.opts.command != nil {
+		cmd := exec.Command(h.opts.command[0], h.opts.command[1:]...)
+		cmd.Stderr = termtext.Writer(h.stderr)
+		c, err := mcpclient.NewCommand(ctx, cmd, h.clientOptions(handlers, nil, progress))
+		if err != nil {
+			return nil, err
+		}
+		h.closers = append(h.closers, c.Close)
+		return c, nil
 	}
 	if h.opts.token != "" || h.opts.noLogin {
 		return h.newClient(handlers, nil, progress), nil
@@ -53,13 +67,19 @@ func (h *host) client(handlers *mcpclient.Handlers, onProgress ...func(mcpclient
 	return c, nil
 }
 
-// newClient makes the MCP client with a (nil for none) or --token.
+// newClient makes the HTTP MCP client with a (nil for none) or --token.
 func (h *host) newClient(handlers *mcpclient.Handlers, a *oauth.Authorizer, progress func(mcpclient.Progress)) *mcpclient.Client {
+	return mcpclient.New(h.opts.url, h.clientOptions(handlers, a, progress))
+}
+
+// clientOptions are the MCP client's options, with a (nil for none) or
+// --token.
+func (h *host) clientOptions(handlers *mcpclient.Handlers, a *oauth.Authorizer, progress func(mcpclient.Progress)) *mcpclient.Options {
 	var authz mcpclient.Authorizer
 	if a != nil {
 		authz = a
 	}
-	return mcpclient.New(h.opts.url, &mcpclient.Options{
+	return &mcpclient.Options{
 		OnProgress: progress,
 		// No overall timeout: a call waits for the user. Dialing and
 		// response headers are bounded so a dead server is reported.
@@ -74,7 +94,7 @@ func (h *host) newClient(handlers *mcpclient.Handlers, a *oauth.Authorizer, prog
 		ClientInfo: mcp.Implementation{Name: "elicit", Version: version},
 		Handlers:   handlers,
 		Logger:     stderrLogger(h.stderr),
-	})
+	}
 }
 
 // stderrLogger writes the client's notes about server oddities (a tool
@@ -94,7 +114,7 @@ func stderrLogger(w io.Writer) *slog.Logger {
 // tools lists the server's tools: name, title and the first line of the
 // description; --json prints {"tools": [...]}, every page of tools/list.
 func (h *host) tools(ctx context.Context) error {
-	c, err := h.client(nil)
+	c, err := h.client(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -148,7 +168,7 @@ func (h *host) call(ctx context.Context) error {
 	interrupt.Store(&cancelWait)
 	defer interrupt.Store(nil)
 	shown := 0
-	c, err := h.client(term.Handlers(), func(mcpclient.Progress) {
+	c, err := h.client(ctx, term.Handlers(), func(mcpclient.Progress) {
 		if n := wait.Waiting(); n > 0 && n != shown {
 			shown = n
 			fmt.Fprintln(out, waitingText)
@@ -253,6 +273,8 @@ func explain(err error, endpoint string, hadToken bool) string {
 		return msg
 	case errors.As(err, &version):
 		return fmt.Sprintf("the server at %s does not speak MCP %s: it serves %s", endpoint, mcp.ProtocolVersion, orNone(version.Supported))
+	case errors.As(err, &conn) && strings.HasPrefix(endpoint, "the command "):
+		return fmt.Sprintf("cannot use the MCP server started by %s: %v", endpoint, conn.Err)
 	case errors.As(err, &conn):
 		if errors.Is(err, syscall.ECONNREFUSED) {
 			return fmt.Sprintf("cannot reach the MCP server at %s: connection refused. Is it running?", endpoint)

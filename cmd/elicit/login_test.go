@@ -22,6 +22,9 @@ import (
 // TestMain keeps the token cache of every test in a temporary directory,
 // never the user's.
 func TestMain(m *testing.M) {
+	if os.Getenv(peerEnv) == "1" {
+		os.Exit(gosdkPeer()) // started as a stdio server (stdio_test.go)
+	}
 	dir, err := os.MkdirTemp("", "elicit-config-")
 	if err != nil {
 		panic(err)

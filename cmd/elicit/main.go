@@ -1,11 +1,14 @@
 // Command elicit is a terminal MCP host for revision 2026-07-28: it lists
-// and calls a server's tools over Streamable HTTP, and puts the user in
+// and calls a server's tools over Streamable HTTP, or over the standard
+// streams of a server it launches (--command, or the command after --;
+// stdio), and puts the user in
 // charge of everything the server asks on the way (elicitation in form and
 // URL mode, and the deprecated sampling and roots), through package
 // consent.
 //
 //	elicit tools --url U [--token T | --no-login] [--client-id ID] [--json] [--open] [--plain]
 //	elicit call TOOL --url U [--arg k=v]... [--args JSON] [--token T | --no-login] [--client-id ID] [--json] [--root PATH]... [--open] [--plain]
+//	elicit tools|call ... --command "PROGRAM ARGS" | -- PROGRAM ARGS...   (a local server on stdio)
 //	elicit login --url U [--client-id ID] [--open] [--plain]
 //	elicit logout --url U
 //	elicit check --url U --tool NAME [--args JSON] [--token A | --login] [--other-token B] [--other-tool NAME] [--fetch-links P] [--allow-effects] [--json] [--timeout D]
@@ -103,6 +106,8 @@ const usage = `usage:
   elicit tools --url URL [--token T | --no-login] [--json] [--open] [--plain]
   elicit call TOOL --url URL [--arg k=v]... [--args JSON] [--token T | --no-login]
               [--json] [--root PATH]... [--open] [--plain]
+  elicit tools|call ... --command "PROGRAM ARGS"   (a local server on stdio)
+  elicit tools|call ... -- PROGRAM ARGS...
   elicit login --url URL [--client-id ID] [--open] [--plain]
   elicit logout --url URL
   elicit check --url URL --tool NAME [--args JSON] [--token A | --login]
@@ -110,6 +115,10 @@ const usage = `usage:
               [--allow-effects] [--json] [--timeout D]
 
   --url URL     the server's MCP endpoint, e.g. http://127.0.0.1:3000/mcp
+  --command C   launch the server C (a program and its arguments, split at
+                spaces; after -- instead, each argument as given) and talk
+                to it over its standard input and output; its log (stderr)
+                is shown here. It is stopped when elicit ends
   --token T     bearer token (default $ELICIT_TOKEN); without one, a server
                 that answers 401 is signed in to (OAuth): the sign-in page
                 is shown, and opened only after you say yes; the token is
@@ -178,7 +187,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	// The print boundary: whatever the error chain carries (a server's
 	// message or version list, a certificate's DNS names in an x509 error)
 	// is cleaned here, once.
-	fmt.Fprintf(stderr, "elicit: %s\n", termtext.Line(explain(err, opts.url, opts.token != "")))
+	fmt.Fprintf(stderr, "elicit: %s\n", termtext.Line(explain(err, opts.server(), opts.token != "")))
 	return exitFailed
 }
 
@@ -195,6 +204,7 @@ type options struct {
 	cmd       string
 	tool      string
 	url       string
+	command   []string // the server to launch (--command, or after --)
 	token     string
 	json      bool
 	args      []string // k=v
@@ -205,6 +215,14 @@ type options struct {
 	argsGiven bool
 	clientID  string
 	noLogin   bool
+}
+
+// server names the server for messages: its URL, or the command.
+func (o *options) server() string {
+	if o.command != nil {
+		return "the command " + strings.Join(o.command, " ")
+	}
+	return o.url
 }
 
 type listFlag []string
@@ -222,7 +240,9 @@ func parseFlags(cmd string, args []string) (*options, error) {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	fs.StringVar(&o.url, "url", "", "MCP endpoint URL")
+	var command string
 	if cmd == "tools" || cmd == "call" {
+		fs.StringVar(&command, "command", "", "the server to launch (stdio)")
 		fs.StringVar(&o.token, "token", o.token, "bearer token")
 		fs.BoolVar(&o.json, "json", false, "print the raw result")
 		fs.BoolVar(&o.noLogin, "no-login", false, "never sign in")
@@ -241,6 +261,17 @@ func parseFlags(cmd string, args []string) (*options, error) {
 	default:
 		return nil, fmt.Errorf("unknown command %q", cmd)
 	}
+	// Everything after the first -- is the server's command line.
+	var after []string
+	for i, a := range args {
+		if a == "--" {
+			args, after = args[:i], args[i+1:]
+			if len(after) == 0 {
+				return nil, errors.New("-- must be followed by the server's command")
+			}
+			break
+		}
+	}
 	var operands []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -257,7 +288,29 @@ func parseFlags(cmd string, args []string) (*options, error) {
 		return nil, errors.New("call needs exactly one TOOL name")
 	case cmd != "call" && len(operands) != 0:
 		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(operands, " "))
+	case command != "" && after != nil:
+		return nil, errors.New("give the server's command once: --command or after --")
+	case command != "":
+		if o.command = strings.Fields(command); len(o.command) == 0 {
+			return nil, errors.New("--command is empty")
+		}
+	case after != nil && cmd != "tools" && cmd != "call":
+		return nil, fmt.Errorf("%s takes no server command", cmd)
+	case after != nil:
+		o.command = after
+	}
+	switch {
+	case o.url != "" && o.command != nil:
+		return nil, errors.New("--url and a command exclude each other: one server at a time")
+	case o.command != nil:
+		if cmd == "call" {
+			o.tool = operands[0]
+		}
+		return o, nil
 	case o.url == "":
+		if cmd == "tools" || cmd == "call" {
+			return nil, errors.New("--url (or --command) is required")
+		}
 		return nil, errors.New("--url is required")
 	case o.noLogin && o.clientID != "":
 		return nil, errors.New("--client-id is for signing in, which --no-login forbids")
