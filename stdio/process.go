@@ -21,7 +21,7 @@ import (
 // progress are cancelled and ServeProcess returns ctx.Err(). It returns
 // nil when the client closes the process's input (the spec's shutdown).
 func ServeProcess(ctx context.Context, srv *mcpserver.Server, opts *Options) error {
-	out, err := takeStdout()
+	out, err := TakeStdout()
 	if err != nil {
 		return err
 	}

@@ -37,7 +37,7 @@ func child() int {
 	s.AddTool(&mcp.Tool{Name: "stray"}, func(context.Context, *mcpserver.Request) (mcpserver.Reply, error) {
 		fmt.Println("stray fmt.Println")
 		fmt.Fprintln(os.Stdout, "stray os.Stdout")
-		_, _ = os.NewFile(1, "fd1").WriteString("stray fd 1\n")
+		_, _ = syscall.Write(1, []byte("stray fd 1\n"))
 		return mcpserver.Text("clean"), nil
 	})
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)

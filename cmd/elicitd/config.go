@@ -61,6 +61,9 @@ type config struct {
 	demoOAuthAddr         string                        // demo calendar provider; "" = none (calendar.go)
 	urlWait               time.Duration                 // --url-wait; 0 = off (urlwait.go)
 	auth                  authConfig                    // --auth and its settings (jwtauth.go)
+	stdio                 bool                          // --stdio: MCP on stdin/stdout (stdio.go)
+	stdioUser             string                        // the principal a --stdio server serves
+	given                 map[string]bool               // settings given (flag, environment or file), by name
 	now                   func() time.Time              // nil = time.Now; tests inject a clock
 	wrapStore             func(store.Store) store.Store // tests: wraps the opened store (fault injection)
 }
@@ -101,9 +104,9 @@ func (s *setting) defaultText() string {
 var settings = []setting{
 	{name: "config", def: "", usage: "JSON file of settings (keys are flag names; unknown keys are refused; a regular file of at most 1 MiB)", noFile: true,
 		apply: func(c *config, v string) error { c.configFile = v; return nil }},
-	{name: "addr", def: "127.0.0.1:3000", usage: "listen address host:port",
+	{name: "addr", def: "127.0.0.1:3000", usage: "listen address host:port (with --stdio, of the pages alone; then 127.0.0.1:0 unless given)",
 		apply: func(c *config, v string) error { c.addr = v; return nil }},
-	{name: "data", def: "./elicitd-data", usage: "data directory (SQLite store, master.key)",
+	{name: "data", def: "./elicitd-data", usage: "data directory (SQLite store, master.key); with --stdio, elicitd in the user's config directory unless given",
 		apply: func(c *config, v string) error { c.dataDir = v; return nil }},
 	{name: "store", def: "", defDoc: "SQLite in --data", usage: "PostgreSQL URL postgres://user@host/db shared by several instances",
 		apply: func(c *config, v string) error { c.storeURL = v; return nil }},
@@ -118,7 +121,7 @@ var settings = []setting{
 			}
 			return nil
 		}},
-	{name: "audit-log", def: "-", usage: "audit records (JSON lines): - for stdout, off, or a file to append to",
+	{name: "audit-log", def: "-", usage: "audit records (JSON lines): - for stdout (stderr with --stdio: stdout carries MCP), off, or a file to append to",
 		apply: func(c *config, v string) error { c.auditLog = offOr(v); return nil }},
 	{name: "metrics-addr", def: "", defDoc: "on --addr", usage: "host:port of a separate listener for /metrics, /healthz and /readyz, or off (no /metrics)",
 		apply: func(c *config, v string) error { c.metricsAddr = offOr(v); return nil }},
@@ -289,7 +292,7 @@ func loadConfigFor(cmd string, args []string, getenv func(string) string, helpOu
 			return nil, fmt.Errorf("--config %s: %w", configFile, err)
 		}
 	}
-	cfg := &config{}
+	cfg := &config{given: map[string]bool{}}
 	for i := range settings {
 		s := &settings[i]
 		v, from := s.def, "default"
@@ -302,6 +305,7 @@ func loadConfigFor(cmd string, args []string, getenv func(string) string, helpOu
 		if values[i].set {
 			v, from = values[i].value, "--"+s.name
 		}
+		cfg.given[s.name] = from != "default"
 		if err := s.apply(cfg, v); err != nil {
 			if s.envOnly || from == s.envName() {
 				return nil, fmt.Errorf("%s: %w", s.envName(), err)
@@ -320,6 +324,9 @@ func loadConfigFor(cmd string, args []string, getenv func(string) string, helpOu
 
 // check validates the settings together and fills derived defaults.
 func (cfg *config) check() error {
+	if err := cfg.checkStdio(); err != nil {
+		return err
+	}
 	host, _, err := net.SplitHostPort(cfg.addr)
 	if err != nil {
 		return fmt.Errorf("--addr: %w", err)

@@ -69,7 +69,7 @@ var version = "dev"
 // registerTestTools is set only in builds with the elicitd_testhooks tag
 // (testhooks.go), which the process tests use; release builds have no
 // test tools.
-var registerTestTools func(*mcpserver.Server)
+var registerTestTools func(*mcpserver.Server, store.Store)
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
@@ -173,6 +173,14 @@ func run(args []string, stdout, stderr io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
+	var mcpOut io.WriteCloser
+	if cfg.stdio {
+		// Before anything could print: stdout carries MCP messages only.
+		if mcpOut, err = stdioOutput(stdout); err != nil {
+			return err
+		}
+		defer mcpOut.Close()
+	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -206,6 +214,9 @@ func run(args []string, stdout, stderr io.Writer) (err error) {
 	}
 	for _, f := range app.onShutdown {
 		srv.RegisterOnShutdown(f)
+	}
+	if cfg.stdio {
+		return app.serveStdio(cfg, srv, ln, mcpOut, logger)
 	}
 	ctx, stop := app.drainOnSignal(cfg.shutdownGrace, logger)
 	defer stop()
@@ -241,6 +252,8 @@ type app struct {
 	metricsHandler, readyz http.Handler
 	// sweeper removes expired and finished rows; run calls it on a timer.
 	sweeper *sweeper
+	// mcp is the MCP server, served on /mcp or (--stdio) on stdin/stdout.
+	mcp *mcpserver.Server
 	// calendarProvider is the demo OAuth provider (nil without one).
 	calendarProvider *fakeoauth.Server
 	// draining is set on SIGTERM for --shutdown-grace: /readyz says not
@@ -397,7 +410,7 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 	billing.New(flows).WithWait(stepWait(cfg)).Register(srv)
 	reports.New(flows, st, logger).Register(srv)
 	if registerTestTools != nil {
-		registerTestTools(srv)
+		registerTestTools(srv, st)
 	}
 	if a.calendarProvider, err = startCalendar(cfg, srv, flows, logger); err != nil {
 		a.Close()
@@ -412,13 +425,16 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 	mux := newRouteMux()
 	a.routes = mux
 	handle := mux.Handle
-	mcpHandler := bothEras(srv, streamhttp.NewHandler(srv, &streamhttp.Options{
-		Auth:         authn.mcp,
-		AllowedHosts: hosts,
-		Logger:       logger,
-	}), logger)
-	a.onShutdown = append(a.onShutdown, func() { _ = mcpHandler.Close() })
-	handle("/mcp", mcpHandler)
+	a.mcp = srv
+	if !cfg.stdio { // with --stdio, MCP is on stdin/stdout only
+		mcpHandler := bothEras(srv, streamhttp.NewHandler(srv, &streamhttp.Options{
+			Auth:         authn.mcp,
+			AllowedHosts: hosts,
+			Logger:       logger,
+		}), logger)
+		a.onShutdown = append(a.onShutdown, func() { _ = mcpHandler.Close() })
+		handle("/mcp", mcpHandler)
+	}
 	handle("/ui/", flows.Handler())
 	handle("/connect/", flows.Handler())
 	for pattern, h := range authn.routes {

@@ -6,6 +6,10 @@
 //	go run ./conformance/everything-server --addr 127.0.0.1:3001
 //	scripts/conformance server --url http://127.0.0.1:3001/mcp --requirements 2026-07-28
 //	scripts/conformance server --url http://127.0.0.1:3001/mcp --requirements 2025-11-25
+//
+// With --stdio it serves the same fixtures on its standard input and
+// output instead (package stdio, both eras, chosen by the first request),
+// for clients that launch it; the log goes to stderr.
 package main
 
 import (
@@ -22,6 +26,7 @@ import (
 	"time"
 
 	"github.com/mcp-elicit/elicit/legacy"
+	"github.com/mcp-elicit/elicit/stdio"
 	"github.com/mcp-elicit/elicit/streamhttp"
 )
 
@@ -29,9 +34,14 @@ const endpoint = "/mcp"
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:3001", "listen address host:port (keep it on loopback: only loopback Host headers are accepted)")
+	onStdio := flag.Bool("stdio", false, "serve on standard input and output instead of HTTP")
 	flag.Parse()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	if err := run(*addr, logger); err != nil {
+	serveFn := run
+	if *onStdio {
+		serveFn = runStdio
+	}
+	if err := serveFn(*addr, logger); err != nil {
 		logger.Error("everything-server failed", "err", err)
 		os.Exit(1)
 	}
@@ -69,4 +79,16 @@ func run(addr string, logger *slog.Logger) error {
 	logger.Info("listening", "url", url)
 
 	return serve.Run(ctx, srv, ln, logger)
+}
+
+// runStdio serves the fixtures on stdin/stdout until the client closes
+// stdin or a signal comes.
+func runStdio(_ string, logger *slog.Logger) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := stdio.ServeProcess(ctx, newServer(logger), &stdio.Options{Logger: logger, Legacy: &legacy.Options{Logger: logger}})
+	if ctx.Err() != nil {
+		return nil // a signal: a clean stop
+	}
+	return err
 }
