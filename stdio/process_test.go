@@ -50,30 +50,37 @@ func child() int {
 	return 0
 }
 
-// TestServeProcessGuardsStdout: a tool that prints to stdout in three ways
-// during a call does not corrupt the stream: every line on the real
-// standard output is a JSON-RPC message, and the stray text is on
-// standard error. Closing standard input ends the process cleanly.
-func TestServeProcessGuardsStdout(t *testing.T) {
+// startChild starts the test binary as the child server, with pipes to
+// its stdin and stdout and its stderr collected.
+func startChild(t *testing.T) (*exec.Cmd, io.WriteCloser, *bufio.Reader, *strings.Builder) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a process")
 	}
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "STDIO_TEST_CHILD=1")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	outPipe, err := cmd.StdoutPipe()
+	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	out := bufio.NewReader(outPipe)
+	return cmd, in, bufio.NewReader(out), stderr
+}
+
+// TestServeProcessGuardsStdout: a tool that prints to stdout in three ways
+// during a call does not corrupt the stream: every line on the real
+// standard output is a JSON-RPC message, and the stray text is on
+// standard error. Closing standard input ends the process cleanly.
+func TestServeProcessGuardsStdout(t *testing.T) {
+	cmd, in, out, stderr := startChild(t)
 	for i := 1; i <= 2; i++ {
 		if _, err := io.WriteString(in, call(i, "stray", "", "")+"\n"); err != nil {
 			t.Fatal(err)
@@ -108,30 +115,13 @@ func TestServeProcessGuardsStdout(t *testing.T) {
 
 // TestServeProcessSignal: SIGTERM ends the server process with status 0.
 func TestServeProcessSignal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a process")
-	}
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), "STDIO_TEST_CHILD=1")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cmd, in, out, stderr := startChild(t)
 	defer in.Close()
-	outPipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	// One answered request: the server is up and serving.
 	if _, err := io.WriteString(in, call(1, "stray", "", "")+"\n"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bufio.NewReader(outPipe).ReadString('\n'); err != nil {
+	if _, err := out.ReadString('\n'); err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
