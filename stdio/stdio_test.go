@@ -40,6 +40,14 @@ func newProbe() *probe {
 	return &probe{entered: make(chan string, 10), cancelled: make(chan string, 10), release: make(chan struct{})}
 }
 
+// note records id without ever blocking (the fuzz test calls block at will).
+func note(ch chan string, id string) {
+	select {
+	case ch <- id:
+	default:
+	}
+}
+
 // newServer has whoami (the principal), ask (a form, then a greeting) and
 // block (waits for release or its context).
 func newServer(p *probe) *mcpserver.Server {
@@ -62,10 +70,10 @@ func newServer(p *probe) *mcpserver.Server {
 				ID string `json:"id"`
 			}
 			_ = req.BindArguments(&a)
-			p.entered <- a.ID
+			note(p.entered, a.ID)
 			select {
 			case <-ctx.Done():
-				p.cancelled <- a.ID
+				note(p.cancelled, a.ID)
 				return nil, ctx.Err()
 			case <-p.release:
 				return mcpserver.Text("released " + a.ID), nil
