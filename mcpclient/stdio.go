@@ -108,8 +108,8 @@ func NewCommand(ctx context.Context, cmd *exec.Cmd, opts *Options) (*Client, err
 	t.life, t.stop = context.WithCancel(context.Background())
 	go func() {
 		t.waitErr = cmd.Wait()
-		close(t.exited)
 		t.fail(fmt.Errorf("the server process exited (%v)", exitText(t.waitErr)))
+		close(t.exited)
 	}()
 	go t.read(outR)
 	if err := t.handshake(ctx, probe); err != nil {
@@ -146,7 +146,7 @@ type stdioTransport struct {
 
 	stdin   *os.File
 	w       *ndjson.Writer
-	exited  chan struct{} // closed once the process was waited for
+	exited  chan struct{} // closed once the process was waited for and the connection failed
 	waitErr error         // Wait's result, set before exited is closed
 
 	life context.Context // ends at close
@@ -253,11 +253,28 @@ func (t *stdioTransport) send(v any) error {
 	if err != nil {
 		return err
 	}
-	if err := t.w.WriteLine(b); err != nil {
-		t.fail(fmt.Errorf("writing to the server: %w", err))
-		return &ConnectionError{Endpoint: t.name, Err: err}
+	return t.write(b)
+}
+
+// write writes one encoded message. When it fails (the server's input is
+// closed: it has exited, or is exiting), the connection ends, with the
+// exit status as the reason if the process ends within a second.
+func (t *stdioTransport) write(b []byte) error {
+	err := t.w.WriteLine(b)
+	if err == nil {
+		return nil
 	}
-	return nil
+	timer := time.NewTimer(time.Second)
+	defer timer.Stop()
+	select {
+	case <-t.exited: // fail has run with the exit status
+	case <-timer.C:
+		t.fail(fmt.Errorf("writing to the server: %w", err))
+	}
+	t.mu.Lock()
+	dead := t.dead
+	t.mu.Unlock()
+	return dead
 }
 
 // roundTrip sends one request and waits for its response.
@@ -281,10 +298,9 @@ func (t *stdioTransport) exchange(ctx context.Context, id int64, out *outgoing, 
 		return nil, err
 	}
 	p.target = out.target
-	if err := t.w.WriteLine(body); err != nil {
+	if err := t.write(body); err != nil {
 		t.unregister(p)
-		t.fail(fmt.Errorf("writing to the server: %w", err))
-		return nil, &ConnectionError{Endpoint: t.name, Err: err}
+		return nil, err
 	}
 	for {
 		select {
@@ -510,8 +526,8 @@ func (t *stdioTransport) handshake(ctx context.Context, probeTimeout time.Durati
 		return err
 	}
 	defer t.unregister(probe)
-	if err := t.w.WriteLine(body); err != nil {
-		return &ConnectionError{Endpoint: t.name, Err: err}
+	if err := t.write(body); err != nil {
+		return err
 	}
 	timer := time.NewTimer(probeTimeout)
 	defer timer.Stop()
@@ -657,9 +673,9 @@ func (t *stdioTransport) exchangeAsync(ctx context.Context, id int64, method str
 	if err != nil {
 		return nil, err
 	}
-	if err := t.w.WriteLine(body); err != nil {
+	if err := t.write(body); err != nil {
 		t.unregister(p)
-		return nil, &ConnectionError{Endpoint: t.name, Err: err}
+		return nil, err
 	}
 	return p, nil
 }

@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -457,5 +458,26 @@ func TestStdioConfig(t *testing.T) {
 				t.Fatalf("err %v, cfg %+v", err, cfg)
 			}
 		})
+	}
+}
+
+// TestStdioSignal: SIGTERM stops elicitd --stdio cleanly (exit 0), the
+// pages' listener closed, while its input is still open.
+func TestStdioSignal(t *testing.T) {
+	p := startStdio(t)
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + stdioMeta + `}}`)
+	if m := p.recv(); m["result"] == nil {
+		t.Fatalf("discover: %v", m)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+	if p.err != nil {
+		t.Fatalf("exit after SIGTERM: %v\nstderr:\n%s", p.err, p.stderr)
+	}
+	log := p.stderr.String()
+	if i, j := strings.Index(log, "stdio: stopping"), strings.Index(log, "shutting down"); i < 0 || j < i {
+		t.Fatalf("stderr:\n%s", log)
 	}
 }
