@@ -139,8 +139,18 @@ const (
 // read error otherwise. Register every tool, prompt and resource on srv
 // first. With Options.Legacy set, it tells srv that 2025-era versions are
 // served too (they appear in server/discover's supportedVersions).
+//
+// Without Options.Principal it serves anonymously
+// (mcpserver.Server.ServeAnonymously) and returns an error at once if a
+// handler needs a user (mcpserver.HandlerOptions.RequirePrincipal, such
+// as a connect.Step tool): nobody could finish its page.
 func Serve(ctx context.Context, srv *mcpserver.Server, in io.Reader, out io.Writer, opts *Options) error {
 	o := opts.withDefaults()
+	if o.Principal == "" {
+		if err := srv.ServeAnonymously(); err != nil {
+			return fmt.Errorf("stdio: %w; set Options.Principal", err)
+		}
+	}
 	core := transport.Of(srv)
 	if o.Legacy != nil {
 		core.AlsoServed(legacy.Versions...)

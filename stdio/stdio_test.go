@@ -495,3 +495,19 @@ func TestLegacyCancel(t *testing.T) {
 		t.Fatal("the cancelled call succeeded")
 	}
 }
+
+// TestAnonymousRefused: a handler that needs a user is not served
+// without Options.Principal: Serve says so before reading anything.
+func TestAnonymousRefused(t *testing.T) {
+	s := mcpserver.New(mcp.Implementation{Name: "needs-user", Version: "1"}, &mcpserver.Options{Logger: quiet})
+	s.AddToolWith(&mcp.Tool{Name: "mine"}, func(context.Context, *mcpserver.Request) (mcpserver.Reply, error) {
+		return mcpserver.Text("ok"), nil
+	}, &mcpserver.HandlerOptions{RequirePrincipal: true})
+	err := stdio.Serve(context.Background(), s, strings.NewReader(""), io.Discard, &stdio.Options{Logger: quiet})
+	if err == nil || !strings.Contains(err.Error(), "tool mine") || !strings.Contains(err.Error(), "Options.Principal") {
+		t.Fatalf("Serve: %v", err)
+	}
+	if err := stdio.Serve(context.Background(), s, strings.NewReader(""), io.Discard, &stdio.Options{Principal: "alice", Logger: quiet}); err != nil {
+		t.Fatalf("with a principal: %v", err)
+	}
+}
