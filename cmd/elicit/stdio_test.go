@@ -55,7 +55,7 @@ func gosdkPeer() int {
 // the terminal (line mode), and the peer greets the name; :decline ends
 // with the peer's refusal (exit 1); elicit tools lists the tool.
 func TestCallCommandPeers(t *testing.T) {
-	if testing.Short() {
+	if testing.Short() && !npmtest.Required() {
 		t.Skip("launches server processes")
 	}
 	t.Setenv(peerEnv, "1")

@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -25,6 +24,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-elicit/elicit/examples/billing"
+	"github.com/mcp-elicit/elicit/internal/npmtest"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpclient"
 )
@@ -177,57 +177,12 @@ func TestURLWaitOneRetryOurClient(t *testing.T) {
 	}
 }
 
-// tsClientDir installs the TypeScript SDK v2 client into a temporary
-// directory with the test's script, or skips when npm is not available;
-// with ELICIT_TS_TEST=require (CI) it fails instead.
-func tsClientDir(t *testing.T) string {
-	t.Helper()
-	required := os.Getenv("ELICIT_TS_TEST") == "require"
-	if testing.Short() && !required {
-		t.Skip("TypeScript SDK interop skipped in -short mode")
-	}
-	skip := func(why string) {
-		t.Helper()
-		if required {
-			t.Fatal("ELICIT_TS_TEST=require but " + why)
-		}
-		t.Skip(why + "; set ELICIT_TS_TEST=require to make this a failure")
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		skip("npm is not on PATH")
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		skip("node is not on PATH")
-	}
-	dir := t.TempDir()
-	script, err := os.ReadFile(filepath.Join("testdata", "tsclient_urlwait.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"private":true,"type":"module"}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "urlwait.mjs"), script, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefer-offline", "@modelcontextprotocol/client@2.4.0")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		skip("npm install @modelcontextprotocol/client@2.4.0 failed: " + err.Error() + "\n" + string(out))
-	}
-	return dir
-}
-
 func TestURLWaitOneRetryTypeScriptSDK(t *testing.T) {
-	dir := tsClientDir(t)
+	script := npmtest.Script(t, filepath.Join("testdata", "tsclient_urlwait.mjs"), "@modelcontextprotocol/client@2.4.0")
 	w := newWaitEnv(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "urlwait.mjs", w.mcpURL, "alice", billing.ToolName)
-	cmd.Dir = dir
+	cmd := exec.CommandContext(ctx, "node", script, w.mcpURL, "alice", billing.ToolName)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()

@@ -4,7 +4,7 @@
 //
 // Without node or npm, or when the install fails (no network), the test
 // is skipped, unless ELICIT_TS_TEST=require (as in CI), which makes that a
-// failure. -short skips these tests too.
+// failure. -short skips these tests too, unless required.
 package npmtest
 
 import (
@@ -27,6 +27,10 @@ const RequireEnv = "ELICIT_TS_TEST"
 // CacheEnv names the variable that moves the cache (default: the user's
 // cache directory, elicit/npm).
 const CacheEnv = "ELICIT_NPM_CACHE"
+
+// Required reports whether ELICIT_TS_TEST=require: the Node.js tests must
+// run (even in -short) and fail, not skip, without node or npm.
+func Required() bool { return os.Getenv(RequireEnv) == "require" }
 
 // Script copies script (a .mjs file, usually under testdata) into a new
 // temporary directory where pkgs (name@version, exact) resolve, and returns
@@ -57,7 +61,7 @@ func Script(t testing.TB, script string, pkgs ...string) string {
 // into the cache the first time.
 func Install(t testing.TB, pkgs ...string) string {
 	t.Helper()
-	required := os.Getenv(RequireEnv) == "require"
+	required := Required()
 	skip := func(why string) {
 		t.Helper()
 		if required {
