@@ -17,7 +17,7 @@ import (
 
 // waitFor polls cond until it holds, failing after a generous deadline
 // (a hang guard, not a timing assertion).
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {

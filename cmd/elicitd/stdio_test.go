@@ -41,9 +41,9 @@ var testBinary struct {
 
 // testElicitd builds elicitd with the test hooks once per test binary and
 // returns its path.
-func testElicitd(t *testing.T) string {
+func testElicitd(t testing.TB) string {
 	t.Helper()
-	if testing.Short() {
+	if testing.Short() && !npmtest.Required() {
 		t.Skip("builds and runs an elicitd process; skipped in -short")
 	}
 	testBinary.once.Do(func() {
@@ -175,8 +175,8 @@ func TestStdioGoSDK(t *testing.T) {
 // test time) launches elicitd --stdio and completes both flows, pinned
 // to 2026-07-28 and in its default 2025-11-25 mode.
 func TestStdioTypeScriptSDK(t *testing.T) {
-	bin := testElicitd(t)
 	script := npmtest.Script(t, filepath.Join("testdata", "ts_stdio_client.mjs"), "@modelcontextprotocol/client@2.4.0")
+	bin := testElicitd(t)
 	for _, mode := range []struct{ arg, version string }{{"2026-07-28", "2026-07-28"}, {"legacy", "2025-11-25"}} {
 		t.Run(mode.version, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
@@ -248,7 +248,7 @@ func TestStdioTypeScriptSDK(t *testing.T) {
 
 // stdioProc is an elicitd --stdio driven line by line.
 type stdioProc struct {
-	t      *testing.T
+	t      testing.TB
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	out    *bufio.Reader
@@ -258,7 +258,7 @@ type stdioProc struct {
 	err    error
 }
 
-func startStdio(t *testing.T) *stdioProc {
+func startStdio(t testing.TB) *stdioProc {
 	t.Helper()
 	bin := testElicitd(t)
 	p := &stdioProc{t: t, stderr: &syncBuffer{}, dir: t.TempDir(), done: make(chan struct{})}
@@ -409,6 +409,30 @@ func TestStdioCloseMidCall(t *testing.T) {
 	if _, err := st.GetRecord(ctx, "test", "effect"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the record: %v", err)
 	}
+}
+
+// BenchmarkStdioCloseMidCall measures the acceptance figure "closing
+// stdin mid-call ends the process within a second": from stdin closed,
+// with a call inside its store transaction, to the process's exit
+// (ms/exit; TestStdioCloseMidCall checks the order and the store).
+func BenchmarkStdioCloseMidCall(b *testing.B) {
+	var total time.Duration
+	for range b.N {
+		p := startStdio(b)
+		p.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_effect","arguments":{},` + stdioMeta + `}}`)
+		waitFor(b, "the call inside its transaction", func() bool {
+			return strings.Contains(p.stderr.String(), "EVENT test_effect inside the transaction")
+		})
+		start := time.Now()
+		p.in.Close()
+		<-p.done
+		total += time.Since(start)
+		if p.err != nil {
+			b.Fatalf("exit: %v\nstderr:\n%s", p.err, p.stderr)
+		}
+	}
+	b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms/exit")
+	b.ReportMetric(0, "ns/op")
 }
 
 // TestStdioConfig: --stdio's defaults apply only to what was not given,
