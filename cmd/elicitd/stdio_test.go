@@ -505,3 +505,55 @@ func TestStdioSignal(t *testing.T) {
 		t.Fatalf("stderr:\n%s", log)
 	}
 }
+
+// TestStdioPagesSameUser: elicitd --stdio serving alice; the URL-mode
+// link of connect_billing asks for the browser sign-in, and a browser
+// signed in as bob is refused (403, no key form, nothing stored) while
+// alice's completes the page, and the retry is connected.
+func TestStdioPagesSameUser(t *testing.T) {
+	p := startStdio(t)
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + billing.ToolName + `","arguments":{},` + stdioMeta + `}}`)
+	m := p.recv()
+	res, _ := m["result"].(map[string]any)
+	if res == nil || res["resultType"] != "input_required" {
+		t.Fatalf("want input_required: %v", m)
+	}
+	var link, key string
+	reqs, _ := res["inputRequests"].(map[string]any)
+	for k, v := range reqs {
+		params, _ := v.(map[string]any)["params"].(map[string]any)
+		if params["mode"] == "url" {
+			link, key = params["url"].(string), k
+		}
+	}
+	if link == "" {
+		t.Fatalf("no URL-mode request: %v", res)
+	}
+	u, err := url.Parse(link)
+	if err != nil || u.Hostname() != "127.0.0.1" {
+		t.Fatalf("the page is not on loopback: %q", link)
+	}
+	base := u.Scheme + "://" + u.Host
+	jar, _ := cookiejar.New(nil)
+	bob := &browser{t: t, client: &http.Client{Jar: jar,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	status, page := bob.login(base, link, "bob")
+	if status != http.StatusForbidden || strings.Contains(page, `id="key-form"`) {
+		t.Fatalf("bob on alice's page: %d\n%s", status, page)
+	}
+	if status, _ = bob.fillKey(base, page, link, "sk_bob_attempt"); status != http.StatusForbidden {
+		t.Fatalf("bob's POST: %d", status)
+	}
+	pageStep(t, link)
+	state, _ := json.Marshal(res["requestState"])
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"` + billing.ToolName + `","arguments":{},"inputResponses":{"` + key + `":{"action":"accept"}},"requestState":` + string(state) + `,` + stdioMeta + `}}`)
+	m = p.recv()
+	res, _ = m["result"].(map[string]any)
+	content, _ := res["content"].([]any)
+	if len(content) == 0 || content[0].(map[string]any)["text"] != billing.TextConnected {
+		t.Fatalf("retry: %v", m)
+	}
+	if strings.Contains(p.stderr.String(), "sk_bob_attempt") || strings.Contains(p.stderr.String(), testKey) {
+		t.Fatal("a key is in the log")
+	}
+}
