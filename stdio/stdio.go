@@ -527,20 +527,71 @@ func (s *session) startLegacy(b []byte) {
 }
 
 // toLegacy passes one line to the 2025 session, after the checks package
-// legacy cannot make in a stream: JSON, one object (batches are refused,
-// as on 2026-07-28 and by 2025-06-18 and later).
+// legacy cannot make in a stream (its session would end on a line that is
+// not a JSON-RPC message): JSON, one object (batches are refused, as on
+// 2026-07-28 and by 2025-06-18 and later), a request, a notification or a
+// response to one of the server's requests.
 func (s *session) toLegacy(b []byte) {
-	switch {
-	case !json.Valid(b):
-		s.reply(jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeParseError, "Parse error: the line is not JSON"))
-		return
-	case b[0] != '{':
-		s.reply(jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Invalid request: expected one JSON-RPC object (batches are not supported)"))
+	if id, jerr := legacyMessage(b); jerr != nil {
+		if !id.IsZero() || jerr.Code != jsonrpc.CodeInvalidRequest || !isNotification(b) {
+			s.reply(id, jerr)
+		}
 		return
 	}
 	if _, err := s.legacyIn.Write(append(b, '\n')); err != nil {
 		s.log.Debug("stdio: the 2025-11-25 session takes no more input", "err", err)
 	}
+}
+
+// legacyMessage checks that b is one JSON-RPC message a 2025-era client
+// may send: a request or notification (jsonrpc.DecodeRequest's rules), or
+// a response, with "jsonrpc":"2.0", a string or integer id and exactly one
+// of an object "result" or an "error" with an integer code and a string
+// message. It returns the error to answer with, and the id when read.
+func legacyMessage(b []byte) (jsonrpc.ID, *jsonrpc.Error) {
+	req, jerr := jsonrpc.DecodeRequest(b)
+	if jerr == nil {
+		return jsonrpc.ID{}, nil
+	}
+	var id jsonrpc.ID
+	if req != nil {
+		id = req.ID
+	}
+	var h struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  json.RawMessage `json:"method"`
+		Result  json.RawMessage `json:"result"`
+		Error   *struct {
+			Code    *int    `json:"code"`
+			Message *string `json:"message"`
+		} `json:"error"`
+	}
+	if jerr.Code != jsonrpc.CodeInvalidRequest || json.Unmarshal(b, &h) != nil || h.Method != nil {
+		return id, jerr
+	}
+	bad := jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Invalid request: not a JSON-RPC request, notification or response")
+	var rid jsonrpc.ID
+	if h.JSONRPC != "2.0" || rid.UnmarshalJSON(h.ID) != nil || rid.IsZero() {
+		return jsonrpc.ID{}, bad
+	}
+	switch {
+	case h.Result != nil && h.Error == nil && len(h.Result) > 0 && h.Result[0] == '{':
+	case h.Result == nil && h.Error != nil && h.Error.Code != nil && h.Error.Message != nil:
+	default:
+		return jsonrpc.ID{}, bad
+	}
+	return jsonrpc.ID{}, nil
+}
+
+// isNotification reports whether b is a JSON object with a method and no
+// id: a malformed notification is never answered.
+func isNotification(b []byte) bool {
+	var h struct {
+		ID     json.RawMessage `json:"id"`
+		Method json.RawMessage `json:"method"`
+	}
+	return json.Unmarshal(b, &h) == nil && h.Method != nil && h.ID == nil
 }
 
 // lineWriter takes package legacy's messages (one whole line per Write)

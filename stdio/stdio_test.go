@@ -511,3 +511,45 @@ func TestAnonymousRefused(t *testing.T) {
 		t.Fatalf("with a principal: %v", err)
 	}
 }
+
+// TestLegacyBadInput: on the 2025 path, a line that is not a JSON-RPC
+// message is answered (or, a notification, ignored) here and never
+// reaches the session, which would end on it; a response to a request
+// the server never sent is dropped. The next request is served.
+func TestLegacyBadInput(t *testing.T) {
+	tests := []struct {
+		name string
+		line string
+		id   string // "" when nothing is answered
+		code int
+	}{
+		{"not JSON", `{"jsonrpc":`, "null", -32700},
+		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]`, "null", -32600},
+		{"an object that is no message", `{"":"nst"}`, "null", -32600},
+		{"no method, no result", `{"jsonrpc":"2.0","id":3}`, "null", -32600},
+		{"wrong version", `{"jsonrpc":"1.0","id":4,"method":"tools/list"}`, "4", -32600},
+		{"a result that is not an object", `{"jsonrpc":"2.0","id":5,"result":null}`, "null", -32600},
+		{"result and error", `{"jsonrpc":"2.0","id":6,"result":{},"error":{"code":1,"message":"x"}}`, "null", -32600},
+		{"an error without a code", `{"jsonrpc":"2.0","id":7,"error":{"message":"x"}}`, "null", -32600},
+		{"a malformed notification", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":7}`, "", 0},
+		{"a response to nothing", `{"jsonrpc":"2.0","id":8,"result":{"action":"accept"}}`, "", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := start(t, newServer(newProbe()), &stdio.Options{Principal: "alice", Legacy: &legacy.Options{Logger: quiet}})
+			c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+			if m := c.recv(); m.Result["protocolVersion"] != "2025-11-25" {
+				t.Fatalf("initialize: %s", m.Raw)
+			}
+			c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			c.send(tt.line)
+			if tt.id != "" {
+				c.recv().wantError(t, tt.id, tt.code)
+			}
+			c.send(`{"jsonrpc":"2.0","id":99,"method":"tools/list"}`)
+			if m := c.recv(); string(m.ID) != "99" || m.Result["tools"] == nil {
+				t.Fatalf("after the bad line: %s", m.Raw)
+			}
+		})
+	}
+}
