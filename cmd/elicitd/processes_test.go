@@ -59,11 +59,11 @@ func environWithoutElicit() []string {
 	return environ
 }
 
-// process is an elicitd started by startProcess: done is closed once it
-// has been waited for, and err is then Wait's result.
+// process is an elicitd started by startProcess (or startStdio): done is
+// closed once it has been waited for, and err is then Wait's result.
 type process struct {
 	cmd  *exec.Cmd
-	out  *syncBuffer // stdout and stderr
+	out  *syncBuffer // stdout and stderr (startProcess)
 	done chan struct{}
 	err  error
 }
@@ -72,9 +72,19 @@ type process struct {
 // the test ends), and returns once it logs that it listens.
 func startProcess(t *testing.T, bin string, env []string, args ...string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(bin, args...), out: &syncBuffer{}, done: make(chan struct{})}
+	p := &process{cmd: exec.Command(bin, args...), out: &syncBuffer{}}
 	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	p.start(t)
+	waitFor(t, "elicitd to listen", func() bool { return strings.Contains(p.out.String(), "elicitd listening") })
+	return p
+}
+
+// start starts p.cmd, waits for it in the background (done is closed
+// and err set when it exits) and kills it at cleanup, however the test ends.
+func (p *process) start(t testing.TB) {
+	t.Helper()
+	p.done = make(chan struct{})
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -83,8 +93,6 @@ func startProcess(t *testing.T, bin string, env []string, args ...string) *proce
 		p.cmd.Process.Kill()
 		<-p.done
 	})
-	waitFor(t, "elicitd to listen", func() bool { return strings.Contains(p.out.String(), "elicitd listening") })
-	return p
 }
 
 // wait returns Wait's result once the process has exited.

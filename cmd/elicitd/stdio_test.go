@@ -248,21 +248,19 @@ func TestStdioTypeScriptSDK(t *testing.T) {
 
 // stdioProc is an elicitd --stdio driven line by line.
 type stdioProc struct {
-	t      testing.TB
-	cmd    *exec.Cmd
-	in     io.WriteCloser
-	out    *bufio.Reader
-	stderr *syncBuffer
-	dir    string
-	done   chan struct{}
-	err    error
+	*process // cmd, done, err
+	t        testing.TB
+	in       io.WriteCloser
+	rd       *bufio.Reader // the process's stdout
+	stderr   *syncBuffer
+	dir      string
 }
 
 func startStdio(t testing.TB) *stdioProc {
 	t.Helper()
 	bin := testElicitd(t)
-	p := &stdioProc{t: t, stderr: &syncBuffer{}, dir: t.TempDir(), done: make(chan struct{})}
-	p.cmd = exec.Command(bin, stdioArgs(p.dir)...)
+	p := &stdioProc{t: t, stderr: &syncBuffer{}, dir: t.TempDir()}
+	p.process = &process{cmd: exec.Command(bin, stdioArgs(p.dir)...)}
 	p.cmd.Env = environWithoutElicit()
 	p.cmd.Stderr = p.stderr
 	var err error
@@ -273,15 +271,8 @@ func startStdio(t testing.TB) *stdioProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.out = bufio.NewReaderSize(out, 1<<20)
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.err = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		p.cmd.Process.Kill()
-		<-p.done
-	})
+	p.rd = bufio.NewReaderSize(out, 1<<20)
+	p.start(t)
 	return p
 }
 
@@ -295,7 +286,7 @@ func (p *stdioProc) send(line string) {
 // recv reads one line: a JSON-RPC message, whatever else happens.
 func (p *stdioProc) recv() map[string]any {
 	p.t.Helper()
-	line, err := p.out.ReadString('\n')
+	line, err := p.rd.ReadString('\n')
 	if err != nil {
 		p.t.Fatalf("reading stdout: %v\nstderr:\n%s", err, p.stderr)
 	}
@@ -394,7 +385,7 @@ func TestStdioCloseMidCall(t *testing.T) {
 		}
 		last = i
 	}
-	if rest, _ := io.ReadAll(p.out); len(rest) != 0 {
+	if rest, _ := io.ReadAll(p.rd); len(rest) != 0 {
 		t.Fatalf("an answer was written for the cancelled call: %q", rest)
 	}
 	st, err := sqlite.Open(filepath.Join(p.dir, "elicitd.db"))
