@@ -553,3 +553,49 @@ func TestLegacyBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestLegacyEOF: on the 2025 path, closing the input ends Serve with nil
+// both while a handler runs (it is cancelled first) and while the bridge
+// waits for the client's answer to elicitation/create.
+func TestLegacyEOF(t *testing.T) {
+	initialize := func(c *conn) {
+		c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}}},"clientInfo":{"name":"x","version":"1"}}}`)
+		if m := c.recv(); m.Result["protocolVersion"] != "2025-11-25" {
+			c.t.Fatalf("initialize: %s", m.Raw)
+		}
+		c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	}
+	end := func(c *conn) {
+		c.in.Close()
+		go io.Copy(io.Discard, c.out)
+		if err := <-c.done; err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+		c.done <- nil // for the cleanup
+	}
+	t.Run("handler running", func(t *testing.T) {
+		p := newProbe()
+		c := start(t, newServer(p), &stdio.Options{Principal: "alice", Legacy: &legacy.Options{Logger: quiet}})
+		initialize(c)
+		c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"block","arguments":{"id":"old"}}}`)
+		<-p.entered
+		end(c)
+		select {
+		case id := <-p.cancelled:
+			if id != "old" {
+				t.Fatalf("cancelled %q", id)
+			}
+		default:
+			t.Fatal("Serve returned before the handler saw the cancellation")
+		}
+	})
+	t.Run("waiting for the client's answer", func(t *testing.T) {
+		c := start(t, newServer(newProbe()), &stdio.Options{Principal: "alice", Legacy: &legacy.Options{Logger: quiet}})
+		initialize(c)
+		c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{}}}`)
+		if m := c.recv(); m.Method != "elicitation/create" {
+			t.Fatalf("want elicitation/create: %s", m.Raw)
+		}
+		end(c)
+	})
+}
