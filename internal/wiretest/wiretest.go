@@ -1,7 +1,7 @@
 // Package wiretest replays wire transcripts: txtar files, one exchange
 // each, that pin the bytes a package puts on the wire. The mcpserver,
-// streamhttp, mcpclient and legacy tests use it; each package decides what
-// its exchange is and drives its own code.
+// streamhttp, mcpclient, legacy and stdio tests use it; each package
+// decides what its exchange is and drives its own code.
 //
 // # File layout
 //
