@@ -33,7 +33,9 @@
 // a batch or a message longer than Options.MaxMessageBytes gets -32600
 // (the line is skipped to its end, never held in memory), a response from
 // the client (it sends none in 2026-07-28) gets -32600, a request the
-// server does not serve -32601. End of input, or the end of ctx, cancels
+// server does not serve -32601; on the 2025 path, a line that is no
+// JSON-RPC request, notification or response gets -32600 before it
+// reaches the session. End of input, or the end of ctx, cancels
 // the requests in progress, waits for their handlers (at most
 // Options.ShutdownGrace) and returns.
 //
