@@ -55,6 +55,7 @@ import (
 	"os/signal"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -141,6 +142,12 @@ const usage = `usage:
 
 // run is the whole program; it returns the exit status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// A launched server's log and the client's notes reach stderr from
+	// their own goroutines; an *os.File takes concurrent writes (and stays
+	// one, for the terminal check of --json's prompts).
+	if _, ok := stderr.(*os.File); !ok {
+		stderr = &lockedWriter{w: stderr}
+	}
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
@@ -189,6 +196,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	// is cleaned here, once.
 	fmt.Fprintf(stderr, "elicit: %s\n", termtext.Line(explain(err, opts.server(), opts.token != "")))
 	return exitFailed
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // errUsage marks errors in what the user asked for (bad --arg, …).
