@@ -55,7 +55,9 @@ var modernCodes = []int{mcp.CodeHeaderMismatch, mcp.CodeMissingRequiredClientCap
 // elicitation/create, sampling/createMessage, roots/list and ping
 // requests through Options.Handlers, one at a time, while calls are in
 // progress; a handler's error ends the calls in progress with that error.
-// A discover answer that arrives late, during the fallback, still wins.
+// A discover answer that arrives late, during the fallback, wins only if
+// the server then refuses initialize: a server that accepts it serves the
+// process as 2025-11-25.
 // ctx bounds the start and the handshake only.
 //
 // Errors from calls are those of the HTTP client: *RPCError (HTTPStatus
@@ -581,8 +583,11 @@ func onlyLegacy(versions []string) bool {
 	return len(versions) > 0
 }
 
-// initialize runs the 2025-11-25 handshake; a late answer to the probe
-// that shows a 2026-07-28 server wins over it.
+// initialize runs the 2025-11-25 handshake. The probe's answer may still
+// come: when it shows a 2026-07-28 server, the process is that only if
+// the server refuses initialize (or never answers it); a server that
+// accepts initialize has made the process a 2025-11-25 session, whatever
+// it answered to the probe (a dual-era server slow to start).
 func (t *stdioTransport) initialize(ctx context.Context, probe *pending, probeTimeout time.Duration) error {
 	t.legacy.Store(true)
 	id := t.c.nextID.Add(1)
@@ -595,59 +600,70 @@ func (t *stdioTransport) initialize(ctx context.Context, probe *pending, probeTi
 	if err != nil {
 		return err
 	}
+	wait := max(probeTimeout, DefaultProbeTimeout)
+	var probeAnswered, probeModern bool
+	var grace <-chan time.Time // once the probe showed a modern server
 	for {
 		select {
 		case r := <-probe.reply:
-			if modern, err := t.probed(r); modern || err != nil {
-				t.legacy.Store(false)
+			modern, err := t.probed(r)
+			if err != nil {
 				t.unregister(init)
 				return err
 			}
-		case r := <-init.reply:
-			select {
-			case pr := <-probe.reply:
-				// The probe was answered first, in the stream's order.
-				if modern, err := t.probed(pr); modern || err != nil {
-					t.legacy.Store(false)
-					return err
-				}
-			default:
+			probeAnswered, probeModern = true, modern
+			if modern {
+				timer := time.NewTimer(wait)
+				defer timer.Stop()
+				grace = timer.C
 			}
+		case <-grace:
+			// A 2026-07-28 server that leaves initialize unanswered.
+			t.legacy.Store(false)
+			t.unregister(init)
+			return nil
+		case r := <-init.reply:
 			res, err := t.answer("initialize", r)
-			if err != nil {
-				var rpc *RPCError
-				if errors.As(err, &rpc) {
-					// Refused: not an initialize-era server after all. A
-					// 2026-07-28 one may still answer the probe (it serves
-					// requests concurrently, so its refusal can come first).
-					if t.lateModern(ctx, probe, max(probeTimeout, DefaultProbeTimeout)) {
-						return nil
-					}
-					return fmt.Errorf("mcpclient: %s answered neither server/discover (MCP 2026-07-28) nor initialize (2025-11-25): %w", t.name, err)
-				}
+			if err == nil {
+				return t.initialized(res)
+			}
+			var rpc *RPCError
+			if !errors.As(err, &rpc) {
 				return err
 			}
-			var ir initializeResult
-			if err := json.Unmarshal(res, &ir); err != nil {
-				return &ProtocolError{Method: "initialize", Reason: "malformed result: " + err.Error()}
+			// Refused: not an initialize-era server after all. A 2026-07-28
+			// one may answer the probe still (it serves requests
+			// concurrently, so its refusal can come first).
+			if probeModern || !probeAnswered && t.lateModern(ctx, probe, wait) {
+				t.legacy.Store(false)
+				return nil
 			}
-			if !slices.Contains(LegacyVersions, ir.ProtocolVersion) {
-				return &UnsupportedVersionError{Supported: []string{ir.ProtocolVersion}, Requested: LegacyVersions[0],
-					RPC: &RPCError{Method: "initialize", Message: "the server chose a version this client does not speak"}}
-			}
-			t.initRes = &ir
-			if ir.ServerInfo != nil && ir.ServerInfo.Name != "" {
-				t.c.mu.Lock()
-				info := *ir.ServerInfo
-				t.c.server = &info
-				t.c.mu.Unlock()
-			}
-			t.c.setVersion(ir.ProtocolVersion)
-			return t.send(&jsonrpc.Notification{Method: "notifications/initialized"})
+			return fmt.Errorf("mcpclient: %s answered neither server/discover (MCP 2026-07-28) nor initialize (2025-11-25): %w", t.name, err)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
+}
+
+// initialized completes the 2025-11-25 handshake with initialize's result.
+func (t *stdioTransport) initialized(res json.RawMessage) error {
+	var ir initializeResult
+	if err := json.Unmarshal(res, &ir); err != nil {
+		return &ProtocolError{Method: "initialize", Reason: "malformed result: " + err.Error()}
+	}
+	if !slices.Contains(LegacyVersions, ir.ProtocolVersion) {
+		return &UnsupportedVersionError{Supported: []string{ir.ProtocolVersion}, Requested: LegacyVersions[0],
+			RPC: &RPCError{Method: "initialize", Message: "the server chose a version this client does not speak"}}
+	}
+	t.initRes = &ir
+	if ir.ServerInfo != nil && ir.ServerInfo.Name != "" {
+		t.c.mu.Lock()
+		info := *ir.ServerInfo
+		t.c.server = &info
+		t.c.mu.Unlock()
+	}
+	t.c.setVersion(ir.ProtocolVersion)
+	return t.send(&jsonrpc.Notification{Method: "notifications/initialized"})
 }
 
 // lateModern waits up to timeout more for the probe's answer and reports

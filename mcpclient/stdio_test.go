@@ -53,6 +53,10 @@ type Name struct {
 //	old         the same behind a filter that answers server/discover
 //	            with -32601, as servers older than 2026-07-28 do
 //	silent      the same, but the probe is never answered
+//	dual        the same, but the probe is answered with a DiscoverResult
+//	            only once initialize comes, just before it is served: a
+//	            dual-era server slow to start, which then serves the
+//	            process as 2025-11-25
 //	stubborn    answers the probe, then ignores the end of its input and
 //	            SIGTERM (it logs both), until killed
 //	termable    ignores the end of its input, exits on SIGTERM
@@ -91,7 +95,7 @@ func child(mode string) int {
 			return 1
 		}
 		return 0
-	case "sdk2025", "old", "silent":
+	case "sdk2025", "old", "silent", "dual":
 		srv := sdk.NewServer(&sdk.Implementation{Name: "child-" + mode, Version: "1"}, &sdk.ServerOptions{
 			Logger: logger, SupportedProtocolVersions: []string{"2025-11-25", "2025-06-18"}})
 		sdk.AddTool(srv, &sdk.Tool{Name: "ask"}, func(ctx context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
@@ -108,7 +112,7 @@ func child(mode string) int {
 		var in io.ReadCloser = os.Stdin
 		out := &lockedWriter{w: os.Stdout}
 		if mode != "sdk2025" {
-			in = filterDiscover(os.Stdin, out, mode == "old")
+			in = filterDiscover(os.Stdin, out, mode)
 		}
 		if err := srv.Run(ctx, &sdk.IOTransport{Reader: in, Writer: out}); err != nil && ctx.Err() == nil {
 			return 1
@@ -180,11 +184,13 @@ func holdFirst(in io.Reader) io.Reader {
 }
 
 // filterDiscover passes stdin on, except server/discover requests, which
-// it answers with -32601 (answer) or drops.
-func filterDiscover(in io.Reader, out io.Writer, answer bool) io.ReadCloser {
+// it answers with -32601 (mode old), drops (silent) or answers with a
+// DiscoverResult when the initialize request comes (dual).
+func filterDiscover(in io.Reader, out io.Writer, mode string) io.ReadCloser {
 	pr, pw := io.Pipe()
 	go func() {
 		br := bufio.NewReader(in)
+		var held json.RawMessage // the probe's id (dual)
 		for {
 			line, err := br.ReadString('\n')
 			if line != "" {
@@ -192,11 +198,18 @@ func filterDiscover(in io.Reader, out io.Writer, answer bool) io.ReadCloser {
 					ID     json.RawMessage `json:"id"`
 					Method string          `json:"method"`
 				}
-				if json.Unmarshal([]byte(line), &m) == nil && m.Method == "server/discover" {
-					if answer {
-						fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}`+"\n", m.ID)
-					}
+				_ = json.Unmarshal([]byte(line), &m)
+				switch {
+				case m.Method == "server/discover" && mode == "old":
+					fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}`+"\n", m.ID)
 					continue
+				case m.Method == "server/discover" && mode == "dual":
+					held = m.ID
+					continue
+				case m.Method == "server/discover":
+					continue
+				case m.Method == "initialize" && held != nil:
+					fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","supportedVersions":["2026-07-28","2025-11-25"],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"private"}}`+"\n", held)
 				}
 				if _, werr := io.WriteString(pw, line); werr != nil {
 					return
@@ -331,6 +344,11 @@ func TestCommandEras(t *testing.T) {
 		{"sdk2025", "2025-11-25", "child-sdk2025", 0},
 		{"old", "2025-11-25", "child-old", 0},
 		{"silent", "2025-11-25", "child-silent", 100 * time.Millisecond},
+		// The probe's answer says 2026-07-28 but comes after initialize
+		// was sent, and the server accepts initialize: the process is a
+		// 2025-11-25 session (the server now sends its questions as
+		// requests), so initialize wins.
+		{"dual", "2025-11-25", "child-dual", 100 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode, func(t *testing.T) {
