@@ -9,54 +9,48 @@ import (
 	"github.com/mcp-elicit/elicit/store"
 )
 
-// CompleteOperation implements store.Ledger. The transaction is IMMEDIATE
-// (see Open), so concurrent calls queue on the write lock; the one that
-// finds no ledger row runs its effect, the others see its row and get
-// ErrConflict.
+// CompleteOperation implements store.Ledger. It runs on the writer (see
+// the package doc): calls run one after another in its transaction, so
+// the one that finds no ledger row runs its effect and the others, even in
+// the same transaction, see its row and get ErrConflict without running
+// theirs. No call returns before the transaction committed or rolled
+// back: an ErrConflict always names a committed row.
 func (s *Store) CompleteOperation(ctx context.Context, op *store.Operation, effect func(context.Context, store.Effects) error) error {
-	ctx, cancel := s.call(ctx)
-	defer cancel()
 	if op == nil || op.ID == "" || len(op.ID) > store.MaxOperationIDLen {
 		return errors.New("sqlite: complete operation: operation id must be 1 to 128 bytes")
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return s.errorf("sqlite: complete operation: %w", err)
-	}
-	defer tx.Rollback()
-	var one int
-	err = tx.QueryRowContext(ctx, `SELECT 1 FROM operations WHERE id = ?`, op.ID).Scan(&one)
-	switch {
-	case err == nil:
-		return s.errorf("sqlite: operation already recorded: %w", store.ErrConflict)
-	case !errors.Is(err, sql.ErrNoRows):
-		return s.errorf("sqlite: complete operation: %w", err)
-	}
-	if effect != nil {
-		fx := &effects{s: s, tx: tx, opID: op.ID}
-		err := effect(ctx, fx)
-		fx.done = true
-		if err != nil {
-			return err
+	return s.write(ctx, func(ctx context.Context, w *wtx) error {
+		var one int
+		err := w.queryRow(ctx, `SELECT 1 FROM operations WHERE id = ?`, op.ID).Scan(&one)
+		switch {
+		case err == nil:
+			return s.errorf("sqlite: operation already recorded: %w", store.ErrConflict)
+		case !errors.Is(err, sql.ErrNoRows):
+			return s.errorf("sqlite: complete operation: %w", err)
 		}
-	}
-	result := op.Result
-	if result == nil {
-		result = []byte{}
-	}
-	_, err = tx.ExecContext(ctx,
-		`INSERT INTO operations (id, principal, name, outcome, result, completed_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		op.ID, op.Principal, op.Name, op.Outcome, result, zNanos(op.CompletedAt))
-	if isUniqueViolation(err) {
-		return s.errorf("sqlite: operation already recorded: %w", store.ErrConflict)
-	}
-	if err != nil {
-		return s.errorf("sqlite: record operation: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return s.errorf("sqlite: complete operation: %w", err)
-	}
-	return nil
+		if effect != nil {
+			fx := &effects{s: s, w: w, opID: op.ID}
+			err := effect(ctx, fx)
+			fx.done = true
+			if err != nil {
+				return err
+			}
+		}
+		result := op.Result
+		if result == nil {
+			result = []byte{}
+		}
+		_, err = w.exec(ctx,
+			`INSERT INTO operations (id, principal, name, outcome, result, completed_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			op.ID, op.Principal, op.Name, op.Outcome, result, zNanos(op.CompletedAt))
+		if isUniqueViolation(err) {
+			return s.errorf("sqlite: operation already recorded: %w", store.ErrConflict)
+		}
+		if err != nil {
+			return s.errorf("sqlite: record operation: %w", err)
+		}
+		return nil
+	})
 }
 
 // GetOperation implements store.Ledger.
@@ -65,7 +59,7 @@ func (s *Store) GetOperation(ctx context.Context, id string) (*store.Operation, 
 	defer cancel()
 	op := store.Operation{ID: id}
 	var completed int64
-	err := s.db.QueryRowContext(ctx,
+	err := s.queryRow(ctx,
 		`SELECT principal, name, outcome, result, completed_at FROM operations WHERE id = ?`, id).
 		Scan(&op.Principal, &op.Name, &op.Outcome, &op.Result, &completed)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -98,13 +92,14 @@ func scanRecord(row rowScanner) (*store.Record, error) {
 	return &r, nil
 }
 
-// queryer is what both *sql.DB and *sql.Tx offer.
-type queryer interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+// queryRower is a read connection (Store) or the writer's transaction
+// (wtx).
+type queryRower interface {
+	queryRow(ctx context.Context, q string, args ...any) rowScanner
 }
 
-func (s *Store) getRecord(ctx context.Context, q queryer, kind, id string) (*store.Record, error) {
-	r, err := scanRecord(q.QueryRowContext(ctx, `SELECT `+recordColumns+` FROM records WHERE kind = ? AND id = ?`, kind, id))
+func (s *Store) getRecord(ctx context.Context, q queryRower, kind, id string) (*store.Record, error) {
+	r, err := scanRecord(q.queryRow(ctx, `SELECT `+recordColumns+` FROM records WHERE kind = ? AND id = ?`, kind, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -118,14 +113,14 @@ func (s *Store) getRecord(ctx context.Context, q queryer, kind, id string) (*sto
 func (s *Store) GetRecord(ctx context.Context, kind, id string) (*store.Record, error) {
 	ctx, cancel := s.call(ctx)
 	defer cancel()
-	return s.getRecord(ctx, s.db, kind, id)
+	return s.getRecord(ctx, s, kind, id)
 }
 
 // ListRecords implements store.Ledger.
 func (s *Store) ListRecords(ctx context.Context, kind, principal string) ([]*store.Record, error) {
 	ctx, cancel := s.call(ctx)
 	defer cancel()
-	rows, err := s.db.QueryContext(ctx,
+	rows, err := s.query(ctx,
 		`SELECT `+recordColumns+` FROM records WHERE kind = ? AND principal = ? ORDER BY created_at, id`, kind, principal)
 	if err != nil {
 		return nil, s.errorf("sqlite: list records: %w", err)
@@ -145,10 +140,10 @@ func (s *Store) ListRecords(ctx context.Context, kind, principal string) ([]*sto
 	return out, nil
 }
 
-// effects is store.Effects over one transaction.
+// effects is store.Effects over the writer's transaction.
 type effects struct {
 	s    *Store
-	tx   *sql.Tx
+	w    *wtx
 	opID string
 	done bool
 }
@@ -167,7 +162,7 @@ func (e *effects) Insert(ctx context.Context, r *store.Record) error {
 	if err := store.CheckRecordKey(r.Kind, r.ID); err != nil {
 		return err
 	}
-	_, err = e.tx.ExecContext(ctx, `INSERT INTO records (`+recordColumns+`) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)`,
+	_, err = e.w.exec(ctx, `INSERT INTO records (`+recordColumns+`) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)`,
 		r.Kind, r.ID, r.Principal, r.Status, data, e.opID, zNanos(r.CreatedAt), zNanos(r.UpdatedAt))
 	if isUniqueViolation(err) {
 		return e.s.errorf("sqlite: record exists: %w", store.ErrConflict)
@@ -184,18 +179,18 @@ func (e *effects) Get(ctx context.Context, kind, id string) (*store.Record, erro
 	if e.done {
 		return nil, errEffectsDone
 	}
-	return e.s.getRecord(ctx, e.tx, kind, id)
+	return e.s.getRecord(ctx, e.w, kind, id)
 }
 
-// Count implements store.Effects. The transaction is IMMEDIATE (see
-// OpenWith): it holds the database's write lock, which is the lock Count
-// promises.
+// Count implements store.Effects. The writer's transaction holds the
+// database's write lock (IMMEDIATE, see OpenWith) and runs one effect at a
+// time, which is the lock Count promises.
 func (e *effects) Count(ctx context.Context, kind, principal string, since time.Time) (int64, error) {
 	if e.done {
 		return 0, errEffectsDone
 	}
 	var n int64
-	err := e.tx.QueryRowContext(ctx, `SELECT count(*) FROM records WHERE kind = ? AND principal = ? AND created_at >= ?`,
+	err := e.w.queryRow(ctx, `SELECT count(*) FROM records WHERE kind = ? AND principal = ? AND created_at >= ?`,
 		kind, principal, zNanos(since)).Scan(&n)
 	if err != nil {
 		return 0, e.s.errorf("sqlite: count records: %w", err)
@@ -213,7 +208,7 @@ func (e *effects) Update(ctx context.Context, r *store.Record) error {
 	if err != nil {
 		return err
 	}
-	res, err := e.tx.ExecContext(ctx,
+	res, err := e.w.exec(ctx,
 		`UPDATE records SET status = ?, data = ?, updated_at = ?, operation_id = ?, version = version + 1
 		 WHERE kind = ? AND id = ? AND version = ?`,
 		r.Status, data, zNanos(r.UpdatedAt), e.opID, r.Kind, r.ID, r.Version)
@@ -225,7 +220,7 @@ func (e *effects) Update(ctx context.Context, r *store.Record) error {
 		return e.s.errorf("sqlite: update record: %w", err)
 	}
 	if n != 1 {
-		if _, err := e.s.getRecord(ctx, e.tx, r.Kind, r.ID); err != nil {
+		if _, err := e.s.getRecord(ctx, e.w, r.Kind, r.ID); err != nil {
 			return err
 		}
 		return e.s.errorf("sqlite: record changed since it was read: %w", store.ErrConflict)

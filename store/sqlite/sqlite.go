@@ -4,6 +4,23 @@
 // Times are stored as Unix nanoseconds (INTEGER), so they round-trip exactly
 // for years 1678–2262. Session ids are stored only as SHA-256 hashes: a copy
 // of the database file does not hand out live browser sessions.
+//
+// Writes and reads take separate paths. Every write (a ledger completion,
+// a flow, a session, a sweep batch) runs on one writer goroutine over the
+// store's single write connection, in a savepoint of a transaction it
+// shares with the writes that queued meanwhile (group commit: one COMMIT,
+// one WAL sync, for all of them); so writers of one Store never wait for
+// SQLite's lock, and none sleeps in its busy handler. Reads run on a pool
+// of read-only connections, which WAL journaling lets proceed alongside
+// the writer. Statements are prepared once per connection and reused.
+//
+// Durability: the database uses WAL with synchronous=FULL, so a COMMIT
+// returns only after the WAL is synced to disk, and a write is
+// acknowledged only after its COMMIT. An acknowledged operation therefore
+// survives a crash of the process, of the operating system and a power
+// cut; with synchronous=NORMAL the last commits before a power cut could
+// be lost, and a retry of such an operation would run its effect a second
+// time instead of finding it recorded.
 package sqlite
 
 import (
@@ -17,6 +34,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,8 +46,15 @@ import (
 // Store is a store.Store backed by one SQLite database file. It is safe for
 // concurrent use.
 type Store struct {
+	// db is the pool of read-only connections; w owns the write
+	// connection.
 	db      *sql.DB
+	w       *writer
 	timeout time.Duration
+	// stmts are db's prepared statements by query; database/sql prepares
+	// each on every pooled connection it runs on, once.
+	stmts   sync.Map // string -> *sql.Stmt
+	stmtsMu sync.Mutex
 	// full is set when a write failed with SQLITE_FULL and cleared by a
 	// Health probe write that works.
 	full atomic.Bool
@@ -38,14 +63,19 @@ type Store struct {
 // Options tune Open. The zero value (or nil) gives the defaults.
 type Options struct {
 	// Timeout is the deadline of every store call: waiting for one of the
-	// MaxConns connections, waiting for the write lock (SQLite's busy
-	// timeout is set to it too), the statements and the commit. A call
-	// that runs out of it fails with store.ErrUnavailable. 0 means
-	// DefaultTimeout.
+	// MaxConns read connections, waiting for the writer (the writes
+	// queued before, and the write lock if another process holds it:
+	// SQLite's busy timeout is set to Timeout too), the statements and
+	// the commit. A call that runs out of it fails with
+	// store.ErrUnavailable. 0 means DefaultTimeout.
 	Timeout time.Duration
-	// MaxConns caps the open connections (database/sql's pool); callers
-	// beyond it wait, within Timeout. 0 means DefaultMaxConns.
+	// MaxConns caps the open read connections (database/sql's pool);
+	// readers beyond it wait, within Timeout. Writes use one connection
+	// more, of their own. 0 means DefaultMaxConns.
 	MaxConns int
+	// busyTimeout, when set, replaces Timeout as SQLite's busy timeout
+	// (tests: 0 < busyTimeout < 1ms disables SQLite's busy handler).
+	busyTimeout time.Duration
 }
 
 // Defaults of Options.
@@ -140,9 +170,11 @@ func Open(path string) (*Store, error) { return OpenWith(path, nil) }
 // OpenWith opens (creating if needed) the database file at path and brings
 // its schema up to date. The parent directory is created with mode 0700
 // and a new file with mode 0600, since it holds sealed secrets and session
-// data. Each connection uses WAL journaling, a busy timeout of
-// opts.Timeout, foreign keys, and IMMEDIATE transactions (writers queue on
-// the busy timeout instead of failing to upgrade a read lock).
+// data. The write connection uses WAL journaling with synchronous=FULL
+// (see the package doc), IMMEDIATE transactions, savepoint journals in
+// memory, a WAL kept to 64 MiB after checkpoints, and a busy timeout of
+// opts.Timeout (only another process's writer can hold the lock); the
+// read connections are query_only. All have foreign keys on.
 func OpenWith(path string, opts *Options) (*Store, error) {
 	var o Options
 	if opts != nil {
@@ -174,23 +206,39 @@ func OpenWith(path string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 
-	db, err := sql.Open("sqlite", dsn(abs, o.Timeout))
+	busy := o.Timeout
+	if o.busyTimeout > 0 {
+		busy = o.busyTimeout
+	}
+	wdb, err := sql.Open("sqlite", dsn(abs, busy, true))
 	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	// One connection, kept open: it holds the prepared statements.
+	wdb.SetMaxOpenConns(1)
+	wdb.SetMaxIdleConns(1)
+	s := &Store{timeout: o.Timeout}
+	// The write connection sets WAL and the schema before any reader
+	// opens.
+	if err := s.migrate(context.Background(), wdb); err != nil {
+		wdb.Close()
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", dsn(abs, busy, false))
+	if err != nil {
+		wdb.Close()
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	db.SetMaxOpenConns(o.MaxConns)
 	db.SetMaxIdleConns(o.MaxConns)
-	s := &Store{db: db, timeout: o.Timeout}
-	if err := s.migrate(context.Background()); err != nil {
-		db.Close()
-		return nil, err
-	}
+	s.db = db
+	s.w = newWriter(s, wdb)
 	return s, nil
 }
 
 // dsn builds a file: URI so that path characters such as '?' or '#' cannot be
 // mistaken for query parameters.
-func dsn(abs string, busy time.Duration) string {
+func dsn(abs string, busy time.Duration, write bool) string {
 	p := filepath.ToSlash(abs)
 	if !strings.HasPrefix(p, "/") {
 		p = "/" + p // Windows drive letter
@@ -198,17 +246,24 @@ func dsn(abs string, busy time.Duration) string {
 	u := url.URL{Scheme: "file", Path: p}
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
-	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "foreign_keys(1)")
-	q.Set("_txlock", "immediate")
+	if write {
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous(FULL)")
+		q.Add("_pragma", "journal_size_limit(67108864)")
+		q.Add("_pragma", "temp_store(MEMORY)")
+		q.Set("_txlock", "immediate")
+	} else {
+		q.Add("_pragma", "query_only(1)")
+	}
 	return u.String() + "?" + q.Encode()
 }
 
-func (s *Store) migrate(ctx context.Context) error {
-	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
+func (s *Store) migrate(ctx context.Context, db *sql.DB) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
 		return s.errorf("sqlite: migrate: %w", err)
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return s.errorf("sqlite: migrate: %w", err)
 	}
@@ -242,10 +297,53 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	ctx, cancel := s.call(ctx)
 	defer cancel()
 	var v int
-	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&v); err != nil {
+	if err := s.queryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&v); err != nil {
 		return 0, s.errorf("sqlite: %w", err)
 	}
 	return v, nil
+}
+
+// stmt returns the read pool's prepared statement for q.
+func (s *Store) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	if v, ok := s.stmts.Load(q); ok {
+		return v.(*sql.Stmt), nil
+	}
+	s.stmtsMu.Lock()
+	defer s.stmtsMu.Unlock()
+	if v, ok := s.stmts.Load(q); ok {
+		return v.(*sql.Stmt), nil
+	}
+	st, err := s.db.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	s.stmts.Store(q, st)
+	return st, nil
+}
+
+// queryRow runs q on a read connection.
+func (s *Store) queryRow(ctx context.Context, q string, args ...any) rowScanner {
+	st, err := s.stmt(ctx, q)
+	if err != nil {
+		return errRow{err}
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+// query runs q on a read connection.
+func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	st, err := s.stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+// write runs fn on the writer (see writer.write) under the call deadline.
+func (s *Store) write(ctx context.Context, fn func(ctx context.Context, w *wtx) error) error {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
+	return s.w.write(ctx, fn)
 }
 
 func toNanos(t time.Time) int64 { return t.UnixNano() }
@@ -311,22 +409,22 @@ func outage(err error) error {
 
 // CreateFlow implements store.Store. ErrConflict if f.ID exists.
 func (s *Store) CreateFlow(ctx context.Context, f *store.Flow) error {
-	ctx, cancel := s.call(ctx)
-	defer cancel()
 	if f == nil {
 		return errors.New("sqlite: nil flow")
 	}
-	_, err := s.db.ExecContext(ctx,
-		`INSERT INTO flows (id, principal, purpose, status, created_at, expires_at, completed_at)
-		 VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		f.ID, f.Principal, f.Purpose, string(f.Status), toNanos(f.CreatedAt), toNanos(f.ExpiresAt), nullNanos(f.CompletedAt))
-	if isUniqueViolation(err) {
-		return s.errorf("sqlite: flow id exists: %w", store.ErrConflict)
-	}
-	if err != nil {
-		return s.errorf("sqlite: create flow: %w", err)
-	}
-	return nil
+	return s.write(ctx, func(ctx context.Context, w *wtx) error {
+		_, err := w.exec(ctx,
+			`INSERT INTO flows (id, principal, purpose, status, created_at, expires_at, completed_at)
+			 VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			f.ID, f.Principal, f.Purpose, string(f.Status), toNanos(f.CreatedAt), toNanos(f.ExpiresAt), nullNanos(f.CompletedAt))
+		if isUniqueViolation(err) {
+			return s.errorf("sqlite: flow id exists: %w", store.ErrConflict)
+		}
+		if err != nil {
+			return s.errorf("sqlite: create flow: %w", err)
+		}
+		return nil
+	})
 }
 
 type rowScanner interface{ Scan(dest ...any) error }
@@ -356,7 +454,7 @@ const flowColumns = `id, principal, purpose, status, created_at, expires_at, com
 func (s *Store) GetFlow(ctx context.Context, id string) (*store.Flow, error) {
 	ctx, cancel := s.call(ctx)
 	defer cancel()
-	f, err := scanFlow(s.db.QueryRowContext(ctx, `SELECT `+flowColumns+` FROM flows WHERE id = ?`, id))
+	f, err := scanFlow(s.queryRow(ctx, `SELECT `+flowColumns+` FROM flows WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -370,7 +468,7 @@ func (s *Store) GetFlow(ctx context.Context, id string) (*store.Flow, error) {
 func (s *Store) PendingFlow(ctx context.Context, principal, purpose string, now time.Time) (*store.Flow, error) {
 	ctx, cancel := s.call(ctx)
 	defer cancel()
-	f, err := scanFlow(s.db.QueryRowContext(ctx, `SELECT `+flowColumns+` FROM flows
+	f, err := scanFlow(s.queryRow(ctx, `SELECT `+flowColumns+` FROM flows
 		 WHERE principal = ? AND purpose = ? AND status = 'pending' AND expires_at > ?
 		 ORDER BY created_at DESC, id DESC LIMIT 1`, principal, purpose, now.UnixNano()))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -386,74 +484,70 @@ func (s *Store) PendingFlow(ctx context.Context, principal, purpose string, now 
 // only a call that finds the flow still pending changes a row, so concurrent
 // completions cannot both win.
 func (s *Store) CompleteFlow(ctx context.Context, flowID, principal string, sealedSecret []byte, now time.Time) error {
-	ctx, cancel := s.call(ctx)
-	defer cancel()
 	if sealedSecret == nil {
 		sealedSecret = []byte{} // the column is NOT NULL
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return s.errorf("sqlite: complete flow: %w", err)
-	}
-	defer tx.Rollback()
-
-	res, err := tx.ExecContext(ctx,
-		`UPDATE flows SET status = 'complete', completed_at = ?
-		 WHERE id = ? AND status = 'pending' AND principal = ? AND expires_at > ?`,
-		toNanos(now), flowID, principal, toNanos(now))
-	if err != nil {
-		return s.errorf("sqlite: complete flow: %w", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return s.errorf("sqlite: complete flow: %w", err)
-	}
-	if n != 1 {
-		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM flows WHERE id = ?`, flowID).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return store.ErrNotFound
-		}
+	return s.write(ctx, func(ctx context.Context, w *wtx) error {
+		res, err := w.exec(ctx,
+			`UPDATE flows SET status = 'complete', completed_at = ?
+			 WHERE id = ? AND status = 'pending' AND principal = ? AND expires_at > ?`,
+			toNanos(now), flowID, principal, toNanos(now))
 		if err != nil {
 			return s.errorf("sqlite: complete flow: %w", err)
 		}
-		return s.errorf("sqlite: flow not pending, expired or not the principal's: %w", store.ErrConflict)
-	}
-	if _, err := tx.ExecContext(ctx,
-		`INSERT INTO secrets (principal, name, sealed, updated_at)
-		 SELECT principal, purpose, ?, ? FROM flows WHERE id = ?
-		 ON CONFLICT (principal, name) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at`,
-		sealedSecret, toNanos(now), flowID); err != nil {
-		return s.errorf("sqlite: store secret: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return s.errorf("sqlite: complete flow: %w", err)
-	}
-	return nil
+		n, err := res.RowsAffected()
+		if err != nil {
+			return s.errorf("sqlite: complete flow: %w", err)
+		}
+		if n != 1 {
+			var one int
+			err := w.queryRow(ctx, `SELECT 1 FROM flows WHERE id = ?`, flowID).Scan(&one)
+			if errors.Is(err, sql.ErrNoRows) {
+				return store.ErrNotFound
+			}
+			if err != nil {
+				return s.errorf("sqlite: complete flow: %w", err)
+			}
+			return s.errorf("sqlite: flow not pending, expired or not the principal's: %w", store.ErrConflict)
+		}
+		if _, err := w.exec(ctx,
+			`INSERT INTO secrets (principal, name, sealed, updated_at)
+			 SELECT principal, purpose, ?, ? FROM flows WHERE id = ?
+			 ON CONFLICT (principal, name) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at`,
+			sealedSecret, toNanos(now), flowID); err != nil {
+			return s.errorf("sqlite: store secret: %w", err)
+		}
+		return nil
+	})
 }
 
 // ReplaceSecret implements store.Store.
 func (s *Store) ReplaceSecret(ctx context.Context, principal, name string, old, sealed []byte, now time.Time) error {
-	ctx, cancel := s.call(ctx)
-	defer cancel()
 	if sealed == nil {
 		sealed = []byte{} // the column is NOT NULL
 	}
-	res, err := s.db.ExecContext(ctx,
-		`UPDATE secrets SET sealed = ?, updated_at = ? WHERE principal = ? AND name = ? AND sealed = ?`,
-		sealed, toNanos(now), principal, name, nonNil(old))
-	if err != nil {
-		return s.errorf("sqlite: replace secret: %w", err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return s.errorf("sqlite: replace secret: %w", err)
-	} else if n == 1 {
-		return nil
-	}
-	if _, err := s.GetSecret(ctx, principal, name); err != nil {
-		return err
-	}
-	return s.errorf("sqlite: secret changed meanwhile: %w", store.ErrConflict)
+	return s.write(ctx, func(ctx context.Context, w *wtx) error {
+		res, err := w.exec(ctx,
+			`UPDATE secrets SET sealed = ?, updated_at = ? WHERE principal = ? AND name = ? AND sealed = ?`,
+			sealed, toNanos(now), principal, name, nonNil(old))
+		if err != nil {
+			return s.errorf("sqlite: replace secret: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return s.errorf("sqlite: replace secret: %w", err)
+		} else if n == 1 {
+			return nil
+		}
+		var one int
+		err = w.queryRow(ctx, `SELECT 1 FROM secrets WHERE principal = ? AND name = ?`, principal, name).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return s.errorf("sqlite: replace secret: %w", err)
+		}
+		return s.errorf("sqlite: secret changed meanwhile: %w", store.ErrConflict)
+	})
 }
 
 func nonNil(b []byte) []byte {
@@ -468,7 +562,7 @@ func (s *Store) GetSecret(ctx context.Context, principal, name string) ([]byte, 
 	ctx, cancel := s.call(ctx)
 	defer cancel()
 	var b []byte
-	err := s.db.QueryRowContext(ctx, `SELECT sealed FROM secrets WHERE principal = ? AND name = ?`, principal, name).Scan(&b)
+	err := s.queryRow(ctx, `SELECT sealed FROM secrets WHERE principal = ? AND name = ?`, principal, name).Scan(&b)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -485,21 +579,21 @@ func hashID(id string) string {
 
 // CreateSession implements store.Store. Only the hash of s.ID is stored.
 func (s *Store) CreateSession(ctx context.Context, sess *store.Session) error {
-	ctx, cancel := s.call(ctx)
-	defer cancel()
 	if sess == nil {
 		return errors.New("sqlite: nil session")
 	}
-	_, err := s.db.ExecContext(ctx,
-		`INSERT INTO sessions (id_hash, principal, csrf, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
-		hashID(sess.ID), sess.Principal, sess.CSRF, toNanos(sess.CreatedAt), toNanos(sess.ExpiresAt))
-	if isUniqueViolation(err) {
-		return s.errorf("sqlite: session id exists: %w", store.ErrConflict)
-	}
-	if err != nil {
-		return s.errorf("sqlite: create session: %w", err)
-	}
-	return nil
+	return s.write(ctx, func(ctx context.Context, w *wtx) error {
+		_, err := w.exec(ctx,
+			`INSERT INTO sessions (id_hash, principal, csrf, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
+			hashID(sess.ID), sess.Principal, sess.CSRF, toNanos(sess.CreatedAt), toNanos(sess.ExpiresAt))
+		if isUniqueViolation(err) {
+			return s.errorf("sqlite: session id exists: %w", store.ErrConflict)
+		}
+		if err != nil {
+			return s.errorf("sqlite: create session: %w", err)
+		}
+		return nil
+	})
 }
 
 // GetSession implements store.Store; expired sessions are returned too.
@@ -508,7 +602,7 @@ func (s *Store) GetSession(ctx context.Context, id string) (*store.Session, erro
 	defer cancel()
 	sess := store.Session{ID: id}
 	var created, expires int64
-	err := s.db.QueryRowContext(ctx,
+	err := s.queryRow(ctx,
 		`SELECT principal, csrf, created_at, expires_at FROM sessions WHERE id_hash = ?`, hashID(id)).
 		Scan(&sess.Principal, &sess.CSRF, &created, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -524,13 +618,18 @@ func (s *Store) GetSession(ctx context.Context, id string) (*store.Session, erro
 
 // DeleteSession implements store.Store; a missing session is not an error.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
-	ctx, cancel := s.call(ctx)
-	defer cancel()
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM sessions WHERE id_hash = ?`, hashID(id)); err != nil {
-		return s.errorf("sqlite: delete session: %w", err)
-	}
-	return nil
+	return s.write(ctx, func(ctx context.Context, w *wtx) error {
+		if _, err := w.exec(ctx, `DELETE FROM sessions WHERE id_hash = ?`, hashID(id)); err != nil {
+			return s.errorf("sqlite: delete session: %w", err)
+		}
+		return nil
+	})
 }
 
-// Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+// Close stops the writer (writes still queued fail) and closes the
+// database.
+func (s *Store) Close() error {
+	s.w.close()
+	s.stmts.Range(func(_, v any) bool { v.(*sql.Stmt).Close(); return true })
+	return errors.Join(s.db.Close(), s.w.db.Close())
+}

@@ -3,10 +3,13 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mcp-elicit/elicit/store"
@@ -63,6 +66,15 @@ func TestOpenPragmas(t *testing.T) {
 	if err := s.db.QueryRowContext(ctx, `PRAGMA foreign_keys`).Scan(&n); err != nil || n != 1 {
 		t.Errorf("foreign_keys = %d, %v; want 1", n, err)
 	}
+	if err := s.db.QueryRowContext(ctx, `PRAGMA query_only`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("read connection query_only = %d, %v; want 1", n, err)
+	}
+	// The write connection: durable commits (the WAL is synced at each).
+	for pragma, want := range map[string]int{"synchronous": 2, "query_only": 0, "foreign_keys": 1, "temp_store": 2, "journal_size_limit": 64 << 20} {
+		if err := s.w.db.QueryRowContext(ctx, `PRAGMA `+pragma).Scan(&n); err != nil || n != want {
+			t.Errorf("write connection %s = %d, %v; want %d", pragma, n, err, want)
+		}
+	}
 }
 
 func TestMigrationsIdempotent(t *testing.T) {
@@ -106,7 +118,7 @@ func TestRefusesNewerSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.db.Exec(`UPDATE schema_version SET version = 999`); err != nil {
+	if _, err := s.w.db.Exec(`UPDATE schema_version SET version = 999`); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -173,7 +185,7 @@ func TestMigrateFromSchema1(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{`DROP TABLE operations`, `DROP TABLE records`, `DROP INDEX flows_principal_purpose`, `DROP TABLE state_keys`, `DROP TABLE store_meta`, `UPDATE schema_version SET version = 1`} {
-		if _, err := s.db.Exec(q); err != nil {
+		if _, err := s.w.db.Exec(q); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -209,7 +221,7 @@ func TestMigrateStateKeyActivation(t *testing.T) {
 	}
 	for _, q := range []string{`ALTER TABLE state_keys DROP COLUMN activates_at`, `DROP TABLE store_meta`,
 		`DROP INDEX operations_completed_at`, `DROP INDEX records_operation`, `DROP INDEX records_kind_updated`, `UPDATE schema_version SET version = 4`} {
-		if _, err := s.db.Exec(q); err != nil {
+		if _, err := s.w.db.Exec(q); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -242,7 +254,7 @@ func TestLockedIsUnavailable(t *testing.T) {
 	}
 	defer other.Close()
 	ctx := context.Background()
-	conn, err := other.db.Conn(ctx)
+	conn, err := other.w.db.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,4 +282,145 @@ func TestLockedIsUnavailable(t *testing.T) {
 	if err := s.CompleteOperation(ctx, &store.Operation{ID: "op", Principal: "alice", CompletedAt: time.Now()}, nil); err != nil {
 		t.Fatalf("once the lock is free: %v", err)
 	}
+}
+
+// TestWritersNeverWaitForTheLock runs 64 concurrent writers of every kind,
+// with readers beside them, on a store whose busy timeout is 0: SQLite's
+// busy handler is off, so a write that found the lock held by another
+// connection of the store would fail with "database is locked" at once
+// instead of sleeping. None may: the store's writes take turns on its one
+// write connection, and WAL readers never take the write lock.
+func TestWritersNeverWaitForTheLock(t *testing.T) {
+	s, err := OpenWith(filepath.Join(t.TempDir(), "elicit.db"), &Options{busyTimeout: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	var n int
+	if err := s.w.db.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("busy_timeout = %d, %v; want 0 (busy handler off)", n, err)
+	}
+	now := time.Now()
+	const writers, each = 64, 4
+	errs := make(chan error, writers*each*4)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for k := range each {
+				id := fmt.Sprintf("%02d%030d", i, k)
+				op := &store.Operation{ID: "op-" + id, Principal: "alice", CompletedAt: now}
+				errs <- s.CompleteOperation(ctx, op, func(ctx context.Context, fx store.Effects) error {
+					if _, err := fx.Count(ctx, "report_draft", "alice", now.Add(-time.Hour)); err != nil {
+						return err
+					}
+					return fx.Insert(ctx, &store.Record{Kind: "report_draft", ID: id, Principal: "alice", Status: "prepared", CreatedAt: now, UpdatedAt: now})
+				})
+				errs <- s.CreateFlow(ctx, &store.Flow{ID: id, Principal: "alice", Purpose: "billing_key", Status: store.FlowPending, CreatedAt: now, ExpiresAt: now.Add(time.Hour)})
+				errs <- s.CompleteFlow(ctx, id, "alice", []byte("sealed"), now)
+				_, err := s.GetRecord(ctx, "report_draft", id)
+				errs <- err
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("a write or read failed (it would have had to wait for the lock): %v", err)
+		}
+	}
+	if rs, err := s.ListRecords(ctx, "report_draft", "alice"); err != nil || len(rs) != writers*each {
+		t.Fatalf("ListRecords = %d records, %v; want %d", len(rs), err, writers*each)
+	}
+}
+
+// TestGroupCommit: writes that queue while a transaction is open share the
+// next one, each in its own savepoint. A write that fails undoes only its
+// own statements; the others of its transaction commit; duplicates in one
+// transaction see each other; every caller hears only after the commit.
+func TestGroupCommit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := Open(filepath.Join(t.TempDir(), "elicit.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		ctx := context.Background()
+		// Hold the writer in a job until the others are queued behind
+		// it, so that they form one batch.
+		release := make(chan struct{})
+		go func() {
+			_ = s.write(ctx, func(ctx context.Context, w *wtx) error {
+				<-release
+				return nil
+			})
+		}()
+		synctest.Wait()
+		before := s.w.txs.Load()
+		type result struct {
+			name string
+			err  error
+		}
+		results := make(chan result, 4)
+		now := time.Now()
+		insert := func(name, opID, recID string, fail bool) {
+			err := s.CompleteOperation(ctx, &store.Operation{ID: opID, Principal: "alice", CompletedAt: now},
+				func(ctx context.Context, fx store.Effects) error {
+					if err := fx.Insert(ctx, &store.Record{Kind: "k", ID: recID, Principal: "alice", Status: "s"}); err != nil {
+						return err
+					}
+					if fail {
+						return errors.New("refused after its insert")
+					}
+					return nil
+				})
+			results <- result{name, err}
+		}
+		go insert("first", "op-1", "r-1", false)
+		synctest.Wait() // queued first
+		go insert("refused", "op-2", "r-2", true)
+		go insert("same operation", "op-1", "r-3", false)
+		go insert("same record", "op-4", "r-1", false)
+		synctest.Wait() // all four wait for the writer
+		close(release)
+		got := map[string]error{}
+		for range 4 {
+			r := <-results
+			got[r.name] = r.err
+		}
+		if n := s.w.txs.Load() - before; n != 1 {
+			t.Errorf("the four writes ran in %d transactions after the held one, want 1", n)
+		}
+		if got["first"] != nil {
+			t.Errorf("first: %v", got["first"])
+		}
+		if got["refused"] == nil || errors.Is(got["refused"], store.ErrConflict) {
+			t.Errorf("refused: %v, want its own error", got["refused"])
+		}
+		for _, name := range []string{"same operation", "same record"} {
+			if !errors.Is(got[name], store.ErrConflict) {
+				t.Errorf("%s: %v, want ErrConflict", name, got[name])
+			}
+		}
+		// What the callers were told is what was committed.
+		if _, err := s.GetRecord(ctx, "k", "r-1"); err != nil {
+			t.Errorf("r-1: %v", err)
+		}
+		for _, id := range []string{"r-2", "r-3"} {
+			if _, err := s.GetRecord(ctx, "k", id); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("%s written: %v", id, err)
+			}
+		}
+		for _, id := range []string{"op-2", "op-4"} {
+			if _, err := s.GetOperation(ctx, id); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("%s recorded: %v", id, err)
+			}
+		}
+	})
 }

@@ -13,8 +13,8 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int64, error)
 	return res.Flows + res.Sessions, err
 }
 
-// Sweep implements store.Store. Each batch is one DELETE (its own
-// transaction) under the call deadline.
+// Sweep implements store.Store. Each batch is one DELETE, one write (see
+// the package doc) under the call deadline.
 func (s *Store) Sweep(ctx context.Context, now time.Time, r *store.Retention) (*store.SweepResult, error) {
 	return store.RunSweep(ctx, sweeper{s}, now, r)
 }
@@ -23,16 +23,20 @@ func (s *Store) Sweep(ctx context.Context, now time.Time, r *store.Retention) (*
 type sweeper struct{ s *Store }
 
 // del runs one batch delete under the call deadline.
-func (w sweeper) del(ctx context.Context, what, q string, args ...any) (int64, error) {
-	ctx, cancel := w.s.call(ctx)
-	defer cancel()
-	res, err := w.s.db.ExecContext(ctx, q, args...)
+func (sw sweeper) del(ctx context.Context, what, q string, args ...any) (int64, error) {
+	var n int64
+	err := sw.s.write(ctx, func(ctx context.Context, w *wtx) error {
+		res, err := w.exec(ctx, q, args...)
+		if err == nil {
+			n, err = res.RowsAffected()
+		}
+		if err != nil {
+			return sw.s.errorf("sqlite: sweep %s: %w", what, err)
+		}
+		return nil
+	})
 	if err != nil {
-		return 0, w.s.errorf("sqlite: sweep %s: %w", what, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, w.s.errorf("sqlite: sweep %s: %w", what, err)
+		return 0, err
 	}
 	return n, nil
 }
@@ -63,15 +67,20 @@ func (s *Store) Health(ctx context.Context) error {
 	ctx, cancel := s.call(ctx)
 	defer cancel()
 	var v int
-	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&v); err != nil {
+	if err := s.queryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&v); err != nil {
 		return store.Unavailable(store.ErrUnavailable, s.errorf("sqlite: health: %w", err))
 	}
 	if !s.full.Load() {
 		return nil
 	}
-	if _, err := s.db.ExecContext(ctx, `INSERT INTO store_meta (name, value) VALUES ('health_probe', ?)
-		ON CONFLICT (name) DO UPDATE SET value = excluded.value`, []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
-		return store.Unavailable(store.ErrUnavailable, s.errorf("sqlite: health: probe write: %w", err))
+	if err := s.write(ctx, func(ctx context.Context, w *wtx) error {
+		if _, err := w.exec(ctx, `INSERT INTO store_meta (name, value) VALUES ('health_probe', ?)
+			ON CONFLICT (name) DO UPDATE SET value = excluded.value`, []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
+			return s.errorf("sqlite: health: probe write: %w", err)
+		}
+		return nil
+	}); err != nil {
+		return store.Unavailable(store.ErrUnavailable, err)
 	}
 	s.full.Store(false)
 	return nil
