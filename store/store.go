@@ -266,7 +266,9 @@ type Record struct {
 // It is valid only until the effect returns.
 type Effects interface {
 	// Insert adds r, setting r.Version to 1 and r.OperationID to the
-	// operation's id. ErrConflict if (Kind, ID) exists.
+	// operation's id. ErrConflict if (Kind, ID) exists; a driver that
+	// sends the insert ahead (see Ledger.CompleteOperation) reports that
+	// in a second call of the effect instead.
 	Insert(ctx context.Context, r *Record) error
 	// Get returns the record as this transaction sees it. ErrNotFound if
 	// there is none.
@@ -296,6 +298,13 @@ type Ledger interface {
 	// recorded after it returns nil; a nil effect records op alone. Of
 	// several concurrent calls for one op.ID, at most one runs its effect
 	// to commit. An empty or over-long op.ID is an error.
+	//
+	// effect must act only through fx (and on op): a driver may call it
+	// a second time after rolling back everything the first call wrote
+	// (store/postgres does when a write it sent ahead to save a round
+	// trip fails at the server, so that the second call sees that write's
+	// error where it makes it). No call returns before the outcome is
+	// final: nil means effect's writes and op are durably committed.
 	CompleteOperation(ctx context.Context, op *Operation, effect func(ctx context.Context, fx Effects) error) error
 	// GetOperation returns the recorded operation. ErrNotFound if there is
 	// none.

@@ -26,7 +26,7 @@ func init() {
 	addSettings(
 		setting{name: "store-timeout", def: "5s", usage: "deadline of every store call (waiting for a connection or the write lock, the statements, the commit); past it the request gets 503, Retry-After and a retryable -32603",
 			apply: durationSetter(func(c *config) *time.Duration { return &c.storeTimeout })},
-		setting{name: "store-max-conns", def: "0", defDoc: "8 for SQLite, pgxpool's for PostgreSQL", usage: "most open store connections; callers beyond it wait within --store-timeout",
+		setting{name: "store-max-conns", def: "0", defDoc: "SQLite 8 (+1 writer), PostgreSQL max(16, 4 × CPUs)", usage: "most open store connections (SQLite: read connections; writes share one more); callers beyond it wait within --store-timeout",
 			apply: intSetter(0, func(c *config) *int { return &c.storeMaxConns })},
 		setting{name: "sweep-interval", def: "5m", usage: "how often expired and finished rows are removed from the store (each removal is logged and counted in elicitd_swept_rows_total)",
 			apply: durationSetter(func(c *config) *time.Duration { return &c.sweepInterval })},

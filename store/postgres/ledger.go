@@ -3,45 +3,90 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/mcp-elicit/elicit/store"
 )
 
-// CompleteOperation implements store.Ledger. The transaction first takes a
-// transaction-level advisory lock on the operation id, so concurrent calls
-// for one id (from this or another process) queue; the one that finds no
-// ledger row runs its effect, the others then see its row and get
-// ErrConflict without running theirs. The unique key on operations.id
-// backs this up.
+// CompleteOperation implements store.Ledger, in as few round trips as
+// the contract allows: one that begins the transaction, takes a
+// transaction-level advisory lock on the operation id (so concurrent calls
+// for one id, from this or another process, queue) and looks for the id;
+// then the effect, whose writes are sent ahead with whatever it does next
+// rather than each on its own; and one that carries those writes, the
+// ledger row and COMMIT. An effect that only inserts costs no round trip
+// of its own: two in all. The call that finds no ledger row runs its
+// effect; the others then see its row and get ErrConflict without running
+// theirs. The unique key on operations.id backs this up.
+//
+// A write sent ahead cannot report its own failure to the effect (a
+// duplicate record id is found only when it reaches the server), so if one
+// fails, the transaction is rolled back and the whole call runs again with
+// every write sent at once, where each reports to the effect as it is
+// made: the effect then runs a second time (store.Ledger allows it).
 func (s *Store) CompleteOperation(ctx context.Context, op *store.Operation, effect func(context.Context, store.Effects) error) error {
-	ctx, cancel := s.call(ctx)
-	defer cancel()
 	if op == nil || op.ID == "" || len(op.ID) > store.MaxOperationIDLen {
 		return errors.New("postgres: complete operation: operation id must be 1 to 128 bytes")
 	}
-	tx, err := s.pool.Begin(ctx)
+	ctx, cancel := s.call(ctx)
+	defer cancel()
+	err := s.completeOperation(ctx, op, effect, true)
+	if errors.Is(err, errRerun) {
+		err = s.completeOperation(ctx, op, effect, false)
+	}
+	return err
+}
+
+// errRerun says that a write sent ahead failed: the transaction was rolled
+// back and the call must run again writing as it goes.
+var errRerun = errors.New("postgres: a write sent ahead failed; running the operation again")
+
+func (s *Store) completeOperation(ctx context.Context, op *store.Operation, effect func(context.Context, store.Effects) error, ahead bool) error {
+	pc, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return s.errorf("postgres: complete operation: %w", err)
 	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, operationLockClass, op.ID); err != nil {
-		return s.errorf("postgres: complete operation: lock: %w", err)
-	}
-	var one int
-	err = tx.QueryRow(ctx, `SELECT 1 FROM operations WHERE id = $1`, op.ID).Scan(&one)
-	switch {
-	case err == nil:
-		return s.errorf("postgres: operation already recorded: %w", store.ErrConflict)
-	case !errors.Is(err, pgx.ErrNoRows):
+	conn := pc.Conn()
+	defer func() {
+		if conn.PgConn().TxStatus() != 'I' {
+			// Roll back here rather than let the pool close the
+			// connection; a broken one is closed anyway.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+			_, _ = conn.Exec(rctx, `ROLLBACK`)
+			cancel()
+		}
+		pc.Release()
+	}()
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, operationLockClass, op.ID)
+	b.Queue(`SELECT EXISTS (SELECT 1 FROM operations WHERE id = $1)`, op.ID)
+	var exists bool
+	if err := sendBatch(ctx, conn, b, func(br pgx.BatchResults) error {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		return br.QueryRow().Scan(&exists)
+	}); err != nil {
 		return s.errorf("postgres: complete operation: %w", err)
 	}
+	if exists {
+		return s.errorf("postgres: operation already recorded: %w", store.ErrConflict)
+	}
+	fx := &effects{s: s, conn: conn, opID: op.ID, ahead: ahead}
 	if effect != nil {
-		fx := &effects{s: s, tx: tx, opID: op.ID}
 		err := effect(ctx, fx)
 		fx.done = true
+		if fx.rerun {
+			return errRerun
+		}
 		if err != nil {
 			return err
 		}
@@ -50,22 +95,37 @@ func (s *Store) CompleteOperation(ctx context.Context, op *store.Operation, effe
 	if result == nil {
 		result = []byte{}
 	}
-	_, err = tx.Exec(ctx,
-		`INSERT INTO operations (id, principal, name, outcome, result, completed_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+	b = &pgx.Batch{}
+	b.Queue(`INSERT INTO operations (id, principal, name, outcome, result, completed_at) VALUES ($1, $2, $3, $4, $5, $6)`,
 		op.ID, op.Principal, op.Name, op.Outcome, result, zNanos(op.CompletedAt))
-	if isUniqueViolation(err) {
-		return s.errorf("postgres: operation already recorded: %w", store.ErrConflict)
+	b.Queue(`COMMIT`)
+	err = fx.send(ctx, b, func(br pgx.BatchResults) error {
+		if _, err := br.Exec(); err != nil {
+			if isUniqueViolation(err) {
+				return fmt.Errorf("operation already recorded: %w", store.ErrConflict)
+			}
+			return fmt.Errorf("record operation: %w", err)
+		}
+		_, err := br.Exec()
+		return err
+	})
+	if fx.rerun {
+		return errRerun
 	}
 	if err != nil {
-		return s.errorf("postgres: record operation: %w", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		if isUniqueViolation(err) {
-			return s.errorf("postgres: operation already recorded: %w", store.ErrConflict)
-		}
 		return s.errorf("postgres: complete operation: %w", err)
 	}
 	return nil
+}
+
+// sendBatch sends b in one round trip and reads its results with read.
+func sendBatch(ctx context.Context, conn *pgx.Conn, b *pgx.Batch, read func(pgx.BatchResults) error) error {
+	br := conn.SendBatch(ctx, b)
+	err := read(br)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // GetOperation implements store.Ledger.
@@ -107,13 +167,8 @@ func scanRecord(row pgx.Row) (*store.Record, error) {
 	return &r, nil
 }
 
-// queryer is what both *pgxpool.Pool and pgx.Tx offer.
-type queryer interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-func (s *Store) getRecord(ctx context.Context, q queryer, kind, id string) (*store.Record, error) {
-	r, err := scanRecord(q.QueryRow(ctx, `SELECT `+recordColumns+` FROM records WHERE kind = $1 AND id = $2`, kind, id))
+func (s *Store) getRecord(ctx context.Context, kind, id string) (*store.Record, error) {
+	r, err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+recordColumns+` FROM records WHERE kind = $1 AND id = $2`, kind, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -127,7 +182,7 @@ func (s *Store) getRecord(ctx context.Context, q queryer, kind, id string) (*sto
 func (s *Store) GetRecord(ctx context.Context, kind, id string) (*store.Record, error) {
 	ctx, cancel := s.call(ctx)
 	defer cancel()
-	return s.getRecord(ctx, s.pool, kind, id)
+	return s.getRecord(ctx, kind, id)
 }
 
 // ListRecords implements store.Ledger.
@@ -154,22 +209,69 @@ func (s *Store) ListRecords(ctx context.Context, kind, principal string) ([]*sto
 	return out, nil
 }
 
-// effects is store.Effects over one transaction.
+// effects is store.Effects over the transaction open on conn. With ahead
+// set, Insert only queues its statement (pending), to be sent with the
+// next statement that needs an answer, or with the commit.
 type effects struct {
-	s    *Store
-	tx   pgx.Tx
-	opID string
-	done bool
+	s     *Store
+	conn  *pgx.Conn
+	opID  string
+	ahead bool
+	// pending are the writes not yet sent.
+	pending []pendingWrite
+	// rerun is set once a pending write failed (see CompleteOperation).
+	rerun bool
+	done  bool
+}
+
+type pendingWrite struct {
+	sql  string
+	args []any
 }
 
 var errEffectsDone = errors.New("postgres: Effects used after the effect returned")
 
-// Insert implements store.Effects. The INSERT runs under a savepoint, so a
-// duplicate key leaves the transaction usable (PostgreSQL aborts the whole
-// transaction on an error otherwise).
+// send sends the pending writes and then b's statements in one round
+// trip; read reads b's results. A pending write that fails sets e.rerun
+// and gives errRerun.
+func (e *effects) send(ctx context.Context, b *pgx.Batch, read func(pgx.BatchResults) error) error {
+	if e.rerun {
+		return errRerun
+	}
+	n := len(e.pending)
+	if n > 0 {
+		all := &pgx.Batch{}
+		for _, w := range e.pending {
+			all.Queue(w.sql, w.args...)
+		}
+		all.QueuedQueries = append(all.QueuedQueries, b.QueuedQueries...)
+		b = all
+		e.pending = e.pending[:0]
+	}
+	return sendBatch(ctx, e.conn, b, func(br pgx.BatchResults) error {
+		for range n {
+			if _, err := br.Exec(); err != nil {
+				if isUniqueViolation(err) {
+					e.rerun = true
+					return errRerun
+				}
+				return fmt.Errorf("insert record: %w", err)
+			}
+		}
+		return read(br)
+	})
+}
+
+// Insert implements store.Effects. Sent ahead (see CompleteOperation), it
+// is a plain INSERT, whose duplicate key fails the transaction; sent at
+// once, ON CONFLICT DO NOTHING, so that a duplicate leaves the
+// transaction usable without a savepoint and reads as ErrConflict.
 func (e *effects) Insert(ctx context.Context, r *store.Record) error {
 	if e.done {
 		return errEffectsDone
+	}
+	if e.rerun {
+		return errRerun
 	}
 	data, err := store.RecordData(r)
 	if err != nil {
@@ -178,21 +280,24 @@ func (e *effects) Insert(ctx context.Context, r *store.Record) error {
 	if err := store.CheckRecordKey(r.Kind, r.ID); err != nil {
 		return err
 	}
-	sp, err := e.tx.Begin(ctx)
-	if err != nil {
+	const insert = `INSERT INTO records (` + recordColumns + `) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8)`
+	args := []any{r.Kind, r.ID, r.Principal, r.Status, data, e.opID, zNanos(r.CreatedAt), zNanos(r.UpdatedAt)}
+	if e.ahead {
+		e.pending = append(e.pending, pendingWrite{insert, args})
+		r.Version, r.OperationID = 1, e.opID
+		return nil
+	}
+	var tag pgconn.CommandTag
+	b := &pgx.Batch{}
+	b.Queue(insert+` ON CONFLICT (kind, id) DO NOTHING`, args...)
+	if err := e.send(ctx, b, func(br pgx.BatchResults) (err error) {
+		tag, err = br.Exec()
+		return err
+	}); err != nil {
 		return e.s.errorf("postgres: insert record: %w", err)
 	}
-	defer sp.Rollback(ctx)
-	_, err = sp.Exec(ctx, `INSERT INTO records (`+recordColumns+`) VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8)`,
-		r.Kind, r.ID, r.Principal, r.Status, data, e.opID, zNanos(r.CreatedAt), zNanos(r.UpdatedAt))
-	if isUniqueViolation(err) {
+	if tag.RowsAffected() != 1 {
 		return e.s.errorf("postgres: record exists: %w", store.ErrConflict)
-	}
-	if err != nil {
-		return e.s.errorf("postgres: insert record: %w", err)
-	}
-	if err := sp.Commit(ctx); err != nil {
-		return e.s.errorf("postgres: insert record: %w", err)
 	}
 	r.Version, r.OperationID = 1, e.opID
 	return nil
@@ -203,23 +308,40 @@ func (e *effects) Get(ctx context.Context, kind, id string) (*store.Record, erro
 	if e.done {
 		return nil, errEffectsDone
 	}
-	return e.s.getRecord(ctx, e.tx, kind, id)
+	var r *store.Record
+	b := &pgx.Batch{}
+	b.Queue(`SELECT `+recordColumns+` FROM records WHERE kind = $1 AND id = $2`, kind, id)
+	err := e.send(ctx, b, func(br pgx.BatchResults) (err error) {
+		r, err = scanRecord(br.QueryRow())
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, e.s.errorf("postgres: get record: %w", err)
+	}
+	return r, nil
 }
 
 // Count implements store.Effects. It first takes a transaction-level
 // advisory lock on (kind, principal), held until commit or rollback, then
 // counts in a statement of its own, which sees every commit made before
-// the lock was granted.
+// the lock was granted; both go in one round trip.
 func (e *effects) Count(ctx context.Context, kind, principal string, since time.Time) (int64, error) {
 	if e.done {
 		return 0, errEffectsDone
 	}
-	if _, err := e.tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2 || '/' || $3))`, recordLockClass, kind, principal); err != nil {
-		return 0, e.s.errorf("postgres: count records: lock: %w", err)
-	}
 	var n int64
-	err := e.tx.QueryRow(ctx, `SELECT count(*) FROM records WHERE kind = $1 AND principal = $2 AND created_at >= $3`,
-		kind, principal, zNanos(since)).Scan(&n)
+	b := &pgx.Batch{}
+	b.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2 || '/' || $3))`, recordLockClass, kind, principal)
+	b.Queue(`SELECT count(*) FROM records WHERE kind = $1 AND principal = $2 AND created_at >= $3`, kind, principal, zNanos(since))
+	err := e.send(ctx, b, func(br pgx.BatchResults) error {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		return br.QueryRow().Scan(&n)
+	})
 	if err != nil {
 		return 0, e.s.errorf("postgres: count records: %w", err)
 	}
@@ -237,15 +359,19 @@ func (e *effects) Update(ctx context.Context, r *store.Record) error {
 	if err != nil {
 		return err
 	}
-	tag, err := e.tx.Exec(ctx,
-		`UPDATE records SET status = $1, data = $2, updated_at = $3, operation_id = $4, version = version + 1
+	var tag pgconn.CommandTag
+	b := &pgx.Batch{}
+	b.Queue(`UPDATE records SET status = $1, data = $2, updated_at = $3, operation_id = $4, version = version + 1
 		 WHERE kind = $5 AND id = $6 AND version = $7`,
 		r.Status, data, zNanos(r.UpdatedAt), e.opID, r.Kind, r.ID, r.Version)
-	if err != nil {
+	if err := e.send(ctx, b, func(br pgx.BatchResults) (err error) {
+		tag, err = br.Exec()
+		return err
+	}); err != nil {
 		return e.s.errorf("postgres: update record: %w", err)
 	}
 	if tag.RowsAffected() != 1 {
-		if _, err := e.s.getRecord(ctx, e.tx, r.Kind, r.ID); err != nil {
+		if _, err := e.Get(ctx, r.Kind, r.ID); err != nil {
 			return err
 		}
 		return e.s.errorf("postgres: record changed since it was read: %w", store.ErrConflict)

@@ -24,6 +24,7 @@ import (
 	"io/fs"
 	"net"
 	"path"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -68,13 +69,28 @@ type Options struct {
 	// server's statement_timeout unless the DSN sets one. 0 means
 	// DefaultTimeout.
 	Timeout time.Duration
-	// MaxConns sizes the connection pool; 0 leaves the DSN's
-	// pool_max_conns or pgxpool's default.
+	// MaxConns sizes the connection pool. 0 means the DSN's
+	// pool_max_conns if it sets one, else DefaultMaxConns().
 	MaxConns int32
+	// DialFunc, when set, opens the connections to the server instead of
+	// a net.Dialer (a proxy, or a test that watches the traffic).
+	DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // DefaultTimeout is Options.Timeout's default.
 const DefaultTimeout = 5 * time.Second
+
+// DefaultMaxConns is the pool size used when neither Options nor the DSN
+// sets one: four connections per CPU the process may use (GOMAXPROCS),
+// and at least 16. A request holds a connection only while its
+// statements travel and run, and most of a request's time is spent
+// elsewhere, so the pool serves more requests than it has connections;
+// but a pool smaller than the requests that need it at once makes them
+// queue for a connection (pgxpool's own default, max(4, CPUs), held most
+// of 16 concurrent requests waiting on two CPUs). Several instances
+// sharing a database each open this many: keep their sum below the
+// server's max_connections (100 by default).
+func DefaultMaxConns() int32 { return int32(max(16, 4*runtime.GOMAXPROCS(0))) }
 
 var _ store.Store = (*Store)(nil)
 
@@ -165,8 +181,14 @@ func open(ctx context.Context, dsn string, create bool, opts *Options) (*Store, 
 		// client past its deadline does not hold locks on.
 		cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(o.Timeout.Milliseconds(), 10)
 	}
-	if o.MaxConns > 0 {
+	switch {
+	case o.MaxConns > 0:
 		cfg.MaxConns = o.MaxConns
+	case !strings.Contains(dsn, "pool_max_conns"):
+		cfg.MaxConns = DefaultMaxConns()
+	}
+	if o.DialFunc != nil {
+		cfg.ConnConfig.DialFunc = o.DialFunc
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -135,3 +135,33 @@ func TestOpenExisting(t *testing.T) {
 	}
 	s.Close()
 }
+
+// The pool is sized for the work unless told otherwise: DefaultMaxConns
+// (not pgxpool's max(4, CPUs)); Options.MaxConns, then the DSN's
+// pool_max_conns, override it.
+func TestPoolSize(t *testing.T) {
+	dsn := pgtest.SchemaDSN(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		dsn  string
+		opts *Options
+		want int32
+	}{
+		{"default", dsn, nil, DefaultMaxConns()},
+		{"Options.MaxConns", dsn, &Options{MaxConns: 3}, 3},
+		{"DSN pool_max_conns", pgtest.WithParam(t, dsn, "pool_max_conns", "5"), nil, 5},
+	} {
+		s, err := OpenWith(ctx, tc.dsn, tc.opts)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := s.pool.Config().MaxConns; got != tc.want {
+			t.Errorf("%s: MaxConns = %d, want %d", tc.name, got, tc.want)
+		}
+		s.Close()
+	}
+	if DefaultMaxConns() < 16 {
+		t.Errorf("DefaultMaxConns() = %d, want at least 16", DefaultMaxConns())
+	}
+}

@@ -1,0 +1,179 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mcp-elicit/elicit/auth"
+	"github.com/mcp-elicit/elicit/connect"
+	"github.com/mcp-elicit/elicit/examples/reports"
+	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/mcpserver"
+	"github.com/mcp-elicit/elicit/store/postgres"
+	"github.com/mcp-elicit/elicit/store/postgres/pgtest"
+	"github.com/mcp-elicit/elicit/streamhttp"
+)
+
+// roundTrips counts the round trips on the connections it dials: a write
+// that follows a read (or is the first) waits for the server's answer
+// once; writes in a row (a pipeline) count once.
+type roundTrips struct {
+	mu       sync.Mutex
+	n        int
+	lastRead bool
+}
+
+func (rt *roundTrips) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	rt.mu.Lock()
+	rt.lastRead = true
+	rt.mu.Unlock()
+	return &countingConn{Conn: c, rt: rt}, nil
+}
+
+func (rt *roundTrips) reset() int {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	n := rt.n
+	rt.n = 0
+	return n
+}
+
+type countingConn struct {
+	net.Conn
+	rt *roundTrips
+}
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	c.rt.mu.Lock()
+	if c.rt.lastRead {
+		c.rt.n++
+		c.rt.lastRead = false
+	}
+	c.rt.mu.Unlock()
+	return c.Conn.Write(b)
+}
+
+func (c *countingConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.rt.mu.Lock()
+		c.rt.lastRead = true
+		c.rt.mu.Unlock()
+	}
+	return n, err
+}
+
+// TestAcceptLegRoundTrips runs export_report (examples/reports over
+// mcpserver and streamhttp, as elicitd serves it) against PostgreSQL and
+// counts the round trips of the accept leg, which prepares a draft: the
+// replay lookup, then the ledger completion with the draft's insert. At
+// most three; before the completion was pipelined it took nine (BEGIN,
+// lock, lookup, SAVEPOINT, INSERT, RELEASE, INSERT, COMMIT, and the
+// replay lookup). Other outcomes of the leg (decline) and the replay of a
+// completed operation stay within three as well.
+func TestAcceptLegRoundTrips(t *testing.T) {
+	dsn := pgtest.SchemaDSN(t)
+	rt := &roundTrips{}
+	// One connection: every statement is prepared on it by the warm-up,
+	// as in steady state.
+	st, err := postgres.OpenWith(t.Context(), dsn, &postgres.Options{MaxConns: 1, DialFunc: rt.dial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	flows, err := connect.New(connect.Options{Store: st, MasterKey: make([]byte, 32), BaseURL: "http://127.0.0.1", Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := mcpserver.New(mcp.Implementation{Name: "t", Version: "1"}, &mcpserver.Options{Logger: logger})
+	reports.New(flows, st, logger).Register(srv)
+	ts := httptest.NewServer(streamhttp.NewHandler(srv, &streamhttp.Options{Auth: auth.DemoBearer{}, Logger: logger}))
+	defer ts.Close()
+
+	call := func(id int, extra string) map[string]any {
+		t.Helper()
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"export_report","arguments":{"period":"2026-Q2","dataset":"sales"},%s`+
+			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}}}`, id, extra)
+		req, _ := http.NewRequest("POST", ts.URL, strings.NewReader(body))
+		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+			"MCP-Protocol-Version": "2026-07-28", "Authorization": "Bearer alice", "Mcp-Method": "tools/call", "Mcp-Name": reports.ToolExport} {
+			req.Header.Set(k, v)
+		}
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out struct {
+			Result map[string]any `json:"result"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 200 || out.Result == nil {
+			t.Fatalf("HTTP %d, %v: %v", resp.StatusCode, err, out)
+		}
+		return out.Result
+	}
+	firstLeg := func(id int) string {
+		t.Helper()
+		r := call(id, "")
+		state, _ := r["requestState"].(string)
+		if r["resultType"] != "input_required" || state == "" {
+			t.Fatalf("first leg: %v", r)
+		}
+		return state
+	}
+	retry := func(answer, state string) string {
+		return `"inputResponses":{"` + reports.KeyOptions + `":` + answer + `},"requestState":"` + state + `",`
+	}
+	const accept = `{"action":"accept","content":{"detail":"summary","label":"Q2"}}`
+	// Warm-up: one flow of each kind prepares every statement.
+	call(2, retry(accept, firstLeg(1)))
+	call(4, retry(`{"action":"decline"}`, firstLeg(3)))
+	rt.reset()
+
+	for i, tc := range []struct {
+		name, answer string
+		isError      bool
+	}{
+		{"accept (prepares a draft)", accept, false},
+		{"decline", `{"action":"decline"}`, true},
+	} {
+		state := firstLeg(10 + 2*i)
+		if n := rt.reset(); n != 0 {
+			t.Errorf("%s: the first leg made %d round trips, want none", tc.name, n)
+		}
+		r := call(11+2*i, retry(tc.answer, state))
+		n := rt.reset()
+		t.Logf("%s: %d round trips", tc.name, n)
+		if r["resultType"] != "complete" || (r["isError"] == true) != tc.isError {
+			t.Fatalf("%s: %v", tc.name, r)
+		}
+		if n > 3 {
+			t.Errorf("%s: %d round trips, want at most 3", tc.name, n)
+		}
+		// A replay of the completed operation answers from the ledger.
+		if again := call(100+i, retry(tc.answer, state)); fmt.Sprint(again["content"]) != fmt.Sprint(r["content"]) {
+			t.Errorf("%s: replay answered %v, want the recorded %v", tc.name, again, r)
+		}
+		if n := rt.reset(); n > 3 {
+			t.Errorf("%s: the replay made %d round trips, want at most 3", tc.name, n)
+		}
+	}
+	drafts, err := st.ListRecords(t.Context(), reports.KindDraft, "alice")
+	if err != nil || len(drafts) != 2 {
+		t.Fatalf("drafts: %d, %v; want 2 (warm-up and accept)", len(drafts), err)
+	}
+}
