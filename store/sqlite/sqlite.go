@@ -174,7 +174,10 @@ func Open(path string) (*Store, error) { return OpenWith(path, nil) }
 // (see the package doc), IMMEDIATE transactions, savepoint journals in
 // memory, a WAL kept to 64 MiB after checkpoints, and a busy timeout of
 // opts.Timeout (only another process's writer can hold the lock); the
-// read connections are query_only. All have foreign keys on.
+// read connections are query_only. A connection of its own checkpoints
+// the WAL into the database file (PASSIVE, never waiting) a moment after
+// writes, so that no commit, and none of the writes sharing it, waits for
+// a checkpoint. All have foreign keys on.
 func OpenWith(path string, opts *Options) (*Store, error) {
 	var o Options
 	if opts != nil {
@@ -210,7 +213,7 @@ func OpenWith(path string, opts *Options) (*Store, error) {
 	if o.busyTimeout > 0 {
 		busy = o.busyTimeout
 	}
-	wdb, err := sql.Open("sqlite", dsn(abs, busy, true))
+	wdb, err := sql.Open("sqlite", dsn(abs, busy, connWrite))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
@@ -224,21 +227,36 @@ func OpenWith(path string, opts *Options) (*Store, error) {
 		wdb.Close()
 		return nil, err
 	}
-	db, err := sql.Open("sqlite", dsn(abs, busy, false))
+	db, err := sql.Open("sqlite", dsn(abs, busy, connRead))
 	if err != nil {
 		wdb.Close()
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	db.SetMaxOpenConns(o.MaxConns)
 	db.SetMaxIdleConns(o.MaxConns)
+	ckdb, err := sql.Open("sqlite", dsn(abs, busy, connCheckpoint))
+	if err != nil {
+		db.Close()
+		wdb.Close()
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	ckdb.SetMaxOpenConns(1)
+	ckdb.SetMaxIdleConns(1)
 	s.db = db
-	s.w = newWriter(s, wdb)
+	s.w = newWriter(s, wdb, ckdb)
 	return s, nil
 }
 
+// Connection roles.
+const (
+	connWrite = iota
+	connRead
+	connCheckpoint
+)
+
 // dsn builds a file: URI so that path characters such as '?' or '#' cannot be
 // mistaken for query parameters.
-func dsn(abs string, busy time.Duration, write bool) string {
+func dsn(abs string, busy time.Duration, role int) string {
 	p := filepath.ToSlash(abs)
 	if !strings.HasPrefix(p, "/") {
 		p = "/" + p // Windows drive letter
@@ -247,13 +265,17 @@ func dsn(abs string, busy time.Duration, write bool) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
-	if write {
+	switch role {
+	case connWrite:
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_pragma", "synchronous(FULL)")
 		q.Add("_pragma", "journal_size_limit(67108864)")
 		q.Add("_pragma", "temp_store(MEMORY)")
+		// The writer's checkpointer does this off the commit path (see
+		// writer); the connection itself only if it falls far behind.
+		q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", walAutocheckpoint))
 		q.Set("_txlock", "immediate")
-	} else {
+	case connRead:
 		q.Add("_pragma", "query_only(1)")
 	}
 	return u.String() + "?" + q.Encode()
@@ -631,5 +653,5 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 func (s *Store) Close() error {
 	s.w.close()
 	s.stmts.Range(func(_, v any) bool { v.(*sql.Stmt).Close(); return true })
-	return errors.Join(s.db.Close(), s.w.db.Close())
+	return errors.Join(s.db.Close(), s.w.db.Close(), s.w.ckdb.Close())
 }

@@ -424,3 +424,57 @@ func TestGroupCommit(t *testing.T) {
 		}
 	})
 }
+
+// TestCheckpointer: the WAL is copied into the database file by the
+// store's checkpointer a moment after writes, not by a commit (the write
+// connection's own checkpoint starts only past walAutocheckpoint pages).
+func TestCheckpointer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "elicit.db")
+		s, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		var n int
+		if err := s.w.db.QueryRow(`PRAGMA wal_autocheckpoint`).Scan(&n); err != nil || n != walAutocheckpoint {
+			t.Fatalf("wal_autocheckpoint = %d, %v; want %d", n, err, walAutocheckpoint)
+		}
+		ctx := context.Background()
+		write := func(i int) {
+			t.Helper()
+			if err := s.CompleteOperation(ctx, &store.Operation{ID: fmt.Sprint("op-", i), Principal: "alice", CompletedAt: time.Now()},
+				func(ctx context.Context, fx store.Effects) error {
+					return fx.Insert(ctx, &store.Record{Kind: "k", ID: fmt.Sprint(i), Principal: "alice", Status: "s", Data: make([]byte, 2000)})
+				}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The first commit is checkpointed at once; then the checkpointer
+		// waits checkpointEvery (the bubble's clock stands still while
+		// this goroutine works).
+		write(-1)
+		synctest.Wait()
+		before := fileSize(t, path)
+		for i := range 50 {
+			write(i)
+		}
+		if got := fileSize(t, path); got != before {
+			t.Fatalf("the database file changed from %d to %d bytes before the checkpointer ran: a commit checkpointed", before, got)
+		}
+		time.Sleep(checkpointEvery)
+		synctest.Wait()
+		if got := fileSize(t, path); got <= before {
+			t.Fatalf("the database file is %d bytes after the checkpointer's interval, %d before: nothing was checkpointed", got, before)
+		}
+	})
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}

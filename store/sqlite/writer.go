@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // The writer: every write of a Store runs on one goroutine over the one
@@ -21,6 +22,15 @@ import (
 
 // maxBatch bounds the writes that share one transaction.
 const maxBatch = 128
+
+// Checkpoints: the checkpointer runs a PASSIVE checkpoint at most every
+// checkpointEvery while there are commits; the write connection
+// checkpoints itself only past walAutocheckpoint pages (4 KiB each), if
+// the checkpointer cannot keep up.
+const (
+	checkpointEvery   = 100 * time.Millisecond
+	walAutocheckpoint = 16384
+)
 
 // Job states.
 const (
@@ -46,10 +56,14 @@ type job struct {
 type writer struct {
 	s     *Store
 	db    *sql.DB // one connection (SetMaxOpenConns(1))
+	ckdb  *sql.DB // the checkpointer's connection
 	queue chan *job
-	quit  chan struct{}
-	gone  chan struct{}
-	once  sync.Once
+	// committed wakes the checkpointer after a commit.
+	committed chan struct{}
+	quit      chan struct{}
+	gone      chan struct{}
+	ckGone    chan struct{}
+	once      sync.Once
 	// stmts are the prepared statements of the write connection, by
 	// query; used through Tx.StmtContext, which reuses them since the
 	// transaction runs on the same connection.
@@ -62,10 +76,34 @@ type writer struct {
 	txs atomic.Int64
 }
 
-func newWriter(s *Store, db *sql.DB) *writer {
-	w := &writer{s: s, db: db, queue: make(chan *job), quit: make(chan struct{}), gone: make(chan struct{})}
+func newWriter(s *Store, db, ckdb *sql.DB) *writer {
+	w := &writer{s: s, db: db, ckdb: ckdb, queue: make(chan *job), committed: make(chan struct{}, 1),
+		quit: make(chan struct{}), gone: make(chan struct{}), ckGone: make(chan struct{})}
 	go w.loop()
+	go w.checkpointer()
 	return w
+}
+
+// checkpointer copies committed WAL frames into the database file, a
+// PASSIVE checkpoint (it skips what readers still use and never waits
+// for a lock), at most every checkpointEvery while writes go on. The
+// WAL restarts from its beginning at a write after a complete
+// checkpoint.
+func (w *writer) checkpointer() {
+	defer close(w.ckGone)
+	for {
+		select {
+		case <-w.committed:
+		case <-w.quit:
+			return
+		}
+		_, _ = w.ckdb.ExecContext(context.Background(), `PRAGMA wal_checkpoint(PASSIVE)`)
+		select {
+		case <-time.After(checkpointEvery):
+		case <-w.quit:
+			return
+		}
+	}
 }
 
 var errClosed = errors.New("sqlite: store closed")
@@ -75,6 +113,7 @@ var errClosed = errors.New("sqlite: store closed")
 func (w *writer) close() {
 	w.once.Do(func() { close(w.quit) })
 	<-w.gone
+	<-w.ckGone
 	w.stmts.Range(func(_, v any) bool { v.(*sql.Stmt).Close(); return true })
 }
 
@@ -214,7 +253,12 @@ func (w *writer) run(batch []*job) {
 	}
 	if ok == 0 {
 		tx.Rollback()
-	} else if err := tx.Commit(); err != nil {
+	} else if err := tx.Commit(); err == nil {
+		select {
+		case w.committed <- struct{}{}:
+		default:
+		}
+	} else {
 		// Nothing of the batch was written: a job that failed because
 		// of another's write (a duplicate id) must not say so either.
 		err = w.s.errorf("sqlite: commit: %w", err)
