@@ -34,6 +34,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -67,6 +68,15 @@ type options struct {
 	profileSrvs []string
 	timeout     time.Duration
 	from        string
+	// The real flows: scenarios, stores, connection counts, the
+	// PostgreSQL database (empty: PostgreSQL is skipped), and the
+	// TypeScript SDK peer's server.mjs (empty: not run).
+	flows     []string
+	stores    []string
+	flowConns []int
+	postgres  string
+	tssdk     string
+	busyDumps int
 }
 
 func main() {
@@ -74,7 +84,7 @@ func main() {
 	log.SetPrefix("mcpbench: ")
 	var o options
 	exe, _ := os.Executable()
-	var conns, scenarios, servers, profileSrvs string
+	var conns, scenarios, servers, profileSrvs, flows, stores, flowConns string
 	flag.StringVar(&o.bin, "bin", filepath.Dir(exe), "directory holding the server binaries ceiling, gosdk, elicit")
 	flag.StringVar(&conns, "connections", "1,16", "comma-separated connection counts")
 	flag.StringVar(&scenarios, "scenarios", strings.Join(wire.Scenarios, ","), "comma-separated scenarios: call, mrtr, discover")
@@ -95,18 +105,40 @@ func main() {
 	flag.StringVar(&profileSrvs, "profile-servers", report.Elicit, "comma-separated servers to profile")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-request timeout")
 	flag.StringVar(&o.from, "from", "", "write the report from this results.json instead of running (with -out, -chart, -notes)")
+	flag.StringVar(&flows, "flows", strings.Join(wire.FlowScenarios, ","), "comma-separated real flows run on elicitd: export, connect, status (empty: none)")
+	flag.StringVar(&stores, "stores", strings.Join(report.Stores, ","), "comma-separated stores the real flows run on: sqlite, postgres")
+	flag.StringVar(&flowConns, "flow-connections", "", "connection counts of the real flows (default: -connections)")
+	flag.StringVar(&o.postgres, "postgres", os.Getenv("ELICIT_BENCH_POSTGRES_DSN"), "PostgreSQL URL for the postgres store (a schema of its own is created and dropped); empty skips PostgreSQL")
+	flag.StringVar(&o.tssdk, "tssdk", "", "server.mjs of the TypeScript SDK v2 peer, beside its installed node_modules (scripts/bench installs it); empty: not run")
+	flag.IntVar(&o.busyDumps, "busy-dumps", 20, "goroutine dumps taken from each elicitd under export load")
 	flag.Parse()
 	var err error
 	if o.conns, err = parseInts(conns); err != nil {
 		log.Fatalf("-connections: %v", err)
 	}
 	o.scenarios, o.servers, o.profileSrvs = split(scenarios), split(servers), split(profileSrvs)
+	o.flows, o.stores = split(flows), split(stores)
+	if flowConns == "" {
+		o.flowConns = o.conns
+	} else if o.flowConns, err = parseInts(flowConns); err != nil {
+		log.Fatalf("-flow-connections: %v", err)
+	}
 	if o.rounds < 1 || o.duration <= 0 || o.procs < 1 {
 		log.Fatal("-rounds, -duration and -procs must be positive")
 	}
-	for _, c := range o.conns {
+	for _, c := range append(slices.Clone(o.conns), o.flowConns...) {
 		if c < 1 || c > 1024 {
 			log.Fatalf("-connections: %d is out of 1..1024", c)
+		}
+	}
+	for _, st := range o.stores {
+		if st != report.SQLite && st != report.Postgres {
+			log.Fatalf("-stores: unknown store %q", st)
+		}
+	}
+	for _, f := range o.flows {
+		if !slices.Contains(wire.FlowScenarios, f) {
+			log.Fatalf("-flows: unknown flow %q", f)
 		}
 	}
 	if o.chart == "" && o.out != "" {
@@ -177,30 +209,56 @@ func run(ctx context.Context, o *options) error {
 	}
 
 	servers := map[string]*server{}
+	var cleanups []func()
 	defer func() {
 		for _, s := range servers {
 			s.stop()
 		}
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
 	}()
 	for _, name := range o.servers {
-		s, err := startServer(ctx, filepath.Join(o.bin, name), name, o.procs)
+		s, err := startServer(ctx, name, o.procs, filepath.Join(o.bin, name), nil, nil)
 		if err != nil {
 			return err
 		}
 		servers[name] = s
-		st, err := s.stats(ctx, false)
+		if err := checkServer(ctx, s, o.procs, o.scenarios, ""); err != nil {
+			return err
+		}
+	}
+	if o.tssdk != "" && slices.Contains(o.scenarios, wire.ScenarioCall) {
+		s, err := startTSSDK(ctx, o.tssdk, o.procs)
 		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			return err
 		}
-		if st.GOMAXPROCS != o.procs {
-			return fmt.Errorf("%s: GOMAXPROCS %d, want %d", name, st.GOMAXPROCS, o.procs)
+		servers[report.TSSDK] = s
+		if err := checkServer(ctx, s, o.procs, []string{wire.ScenarioCall}, ""); err != nil {
+			return err
 		}
-		for _, sc := range o.scenarios {
-			if err := load.Once(ctx, s.url, sc); err != nil {
-				return fmt.Errorf("%s does not pass the %s scenario: %w", name, sc, err)
+		res.Settings.TSSDK = tssdkVersions(o.tssdk)
+	}
+	var stores []string
+	if len(o.flows) > 0 {
+		for _, st := range o.stores {
+			if st == report.Postgres && o.postgres == "" {
+				fmt.Fprintln(os.Stderr, "postgres: skipped (no -postgres URL and no ELICIT_BENCH_POSTGRES_DSN)")
+				continue
 			}
+			ss, cleanup, err := startStore(ctx, o, st)
+			if cleanup != nil {
+				cleanups = append(cleanups, cleanup)
+			}
+			if err != nil {
+				return err
+			}
+			for _, s := range ss {
+				servers[s.name] = s
+			}
+			stores = append(stores, st)
 		}
-		fmt.Fprintf(os.Stderr, "started %-8s pid %d  %s  GOMAXPROCS=%d\n", name, s.cmd.Process.Pid, s.url, st.GOMAXPROCS)
+		res.Settings.Flows, res.Settings.Stores, res.Settings.FlowConnections = o.flows, stores, o.flowConns
 	}
 
 	if o.micro {
@@ -212,17 +270,21 @@ func run(ctx context.Context, o *options) error {
 		fmt.Fprintf(os.Stderr, "state sizes: %v\n", err)
 	}
 
-	total := len(o.scenarios) * len(o.conns) * o.rounds * len(o.servers)
+	plans := plan(o, stores, servers)
+	total := 0
+	for _, p := range plans {
+		total += len(p.conns) * o.rounds * len(p.servers)
+	}
 	eta := time.Duration(total) * (o.duration + o.warmup + 300*time.Millisecond)
 	fmt.Fprintf(os.Stderr, "%d runs of %s + %s warm-up, about %s\n", total, o.duration, o.warmup, eta.Round(time.Second))
 	n := 0
-	for _, sc := range o.scenarios {
-		for _, c := range o.conns {
+	for _, p := range plans {
+		for _, c := range p.conns {
 			for round := 1; round <= o.rounds; round++ {
-				for _, name := range o.servers {
+				for _, name := range p.servers {
 					n++
-					label := fmt.Sprintf("[%d/%d] %-8s c=%-3d round %d/%d %-7s", n, total, sc, c, round, o.rounds, name)
-					r, err := measure(ctx, o, servers[name], sc, c, round, label)
+					label := fmt.Sprintf("[%d/%d] %-14s c=%-3d round %d/%d %-16s", n, total, p.scenario, c, round, o.rounds, name)
+					r, err := measure(ctx, o, servers[name], p.scenario, p.load(name), c, round, label)
 					if err != nil {
 						return err
 					}
@@ -241,6 +303,18 @@ func run(ctx context.Context, o *options) error {
 			fmt.Fprintf(os.Stderr, "pending  %-8s %d flows: heap %s → %s\n", name, p.Flows, mib(p.HeapBefore), mib(p.HeapAfter))
 		}
 	}
+	if slices.Contains(o.flows, wire.ScenarioExport) {
+		for _, st := range stores {
+			for _, c := range busyConns(o.flowConns) {
+				b, err := busyCheck(ctx, o, servers[report.ElicitdServer(st)], c)
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "busy check %s: %v\n", st, err)
+					continue
+				}
+				res.Busy = append(res.Busy, *b)
+			}
+		}
+	}
 	if o.profile {
 		for _, name := range o.profileSrvs {
 			s := servers[name]
@@ -249,9 +323,23 @@ func run(ctx context.Context, o *options) error {
 			}
 			c := profileConns(o.conns)
 			for _, sc := range o.scenarios {
-				prs, err := profile(ctx, o, s, sc, c)
+				prs, err := profile(ctx, o, s, sc, sc, c, ownCode)
 				if err != nil {
 					fmt.Fprintf(os.Stderr, "profile %s %s: %v\n", name, sc, err)
+					continue
+				}
+				res.Profiles = append(res.Profiles, prs...)
+			}
+		}
+		for _, st := range stores {
+			s := servers[report.ElicitdServer(st)]
+			for _, f := range o.flows {
+				if f == wire.ScenarioConnect {
+					continue
+				}
+				prs, err := profile(ctx, o, s, report.FlowScenario(f, st), f, profileConns(o.flowConns), elicitdCode)
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "profile %s %s: %v\n", s.name, f, err)
 					continue
 				}
 				res.Profiles = append(res.Profiles, prs...)
@@ -261,6 +349,79 @@ func run(ctx context.Context, o *options) error {
 	res.Machine.LoadAfter = loadavg()
 	res.Took = time.Since(started)
 	return write(o, res)
+}
+
+// checkServer checks that s runs with procs and serves one unit of each
+// scenario as user.
+func checkServer(ctx context.Context, s *server, procs int, scenarios []string, user string) error {
+	st, err := s.stats(ctx, false)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.name, err)
+	}
+	if st.GOMAXPROCS != procs {
+		return fmt.Errorf("%s: GOMAXPROCS %d, want %d", s.name, st.GOMAXPROCS, procs)
+	}
+	for _, sc := range scenarios {
+		if err := load.Once(ctx, s.url, sc, user); err != nil {
+			return fmt.Errorf("%s does not pass the %s scenario: %w", s.name, sc, err)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "started %-16s pid %d  %s  GOMAXPROCS=%d\n", s.name, s.cmd.Process.Pid, s.url, st.GOMAXPROCS)
+	return nil
+}
+
+// runPlan is one scenario: the servers that run it, in round order, and
+// the connection counts.
+type runPlan struct {
+	scenario string
+	servers  []string
+	conns    []int
+	// loads maps a server to the load scenario it gets, when not
+	// scenario itself (the bare store gets insert).
+	loads map[string]string
+}
+
+func (p *runPlan) load(server string) string {
+	if l, ok := p.loads[server]; ok {
+		return l
+	}
+	return p.scenario
+}
+
+// plan lists the runs: the core scenarios on the core servers (and the
+// TypeScript peer on call), then each real flow on each store.
+func plan(o *options, stores []string, servers map[string]*server) []*runPlan {
+	var out []*runPlan
+	for _, sc := range o.scenarios {
+		p := &runPlan{scenario: sc, servers: slices.Clone(o.servers), conns: o.conns}
+		if sc == wire.ScenarioCall && servers[report.TSSDK] != nil {
+			p.servers = append(p.servers, report.TSSDK)
+		}
+		out = append(out, p)
+	}
+	for _, st := range stores {
+		for _, f := range o.flows {
+			p := &runPlan{scenario: report.FlowScenario(f, st), servers: []string{report.ElicitdServer(st)}, conns: o.flowConns,
+				loads: map[string]string{report.ElicitdServer(st): f}}
+			if f == wire.ScenarioExport {
+				// The bare store first in each round, as the ceiling.
+				p.servers = []string{report.StoreServer(st), report.ElicitdServer(st)}
+				p.loads[report.StoreServer(st)] = wire.ScenarioInsert
+			}
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// busyConns are the connection counts of the goroutine dumps: the
+// largest of conns, and 16 if measured.
+func busyConns(conns []int) []int {
+	out := []int{slices.Max(conns)}
+	if slices.Contains(conns, 16) && out[0] != 16 {
+		out = append([]int{16}, out...)
+	}
+	return out
 }
 
 func mib(b uint64) string { return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20)) }
@@ -315,7 +476,7 @@ func write(o *options, res *report.Results) error {
 func writeReport(o *options, res *report.Results, jsonPath string) error {
 	sum := report.Summarize(res)
 	if o.chart != "" {
-		if err := report.WriteChart(o.chart, o.scenarios, sum); err != nil {
+		if err := report.WriteChart(o.chart, report.ChartScenarios(res), sum); err != nil {
 			return fmt.Errorf("chart: %w", err)
 		}
 	}
@@ -352,22 +513,29 @@ type server struct {
 	name       string
 	cmd        *exec.Cmd
 	url, debug string
-	client     *http.Client
-	done       chan struct{}
+	// debugKind says what debug serves: "stats" (srvkit's /debug/stats
+	// and pprof), "expvar" (elicitd built with benchdebug: /debug/vars
+	// and pprof), or "" (nothing: CPU comes from /proc).
+	debugKind string
+	procs     int
+	client    *http.Client
+	done      chan struct{}
+	// lines are the process's stdout lines until it printed its
+	// addresses.
+	lines chan string
 }
 
-func startServer(ctx context.Context, bin, name string, procs int) (*server, error) {
-	if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("server binary: %w (run scripts/bench, which builds them)", err)
-	}
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-debug", "127.0.0.1:0")
-	env := []string{}
+// launch starts bin with args (and extra environment) with GOMAXPROCS
+// set to procs.
+func launch(ctx context.Context, name, bin string, args, env []string, procs int) (*server, error) {
+	cmd := exec.Command(bin, args...)
+	clean := []string{}
 	for _, e := range os.Environ() {
 		if !strings.HasPrefix(e, "GOMAXPROCS=") && !strings.HasPrefix(e, "GODEBUG=") && !strings.HasPrefix(e, "GOGC=") {
-			env = append(env, e)
+			clean = append(clean, e)
 		}
 	}
-	cmd.Env = append(env, "GOMAXPROCS="+strconv.Itoa(procs))
+	cmd.Env = append(append(clean, "GOMAXPROCS="+strconv.Itoa(procs)), env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -376,43 +544,67 @@ func startServer(ctx context.Context, bin, name string, procs int) (*server, err
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &server{name: name, cmd: cmd, client: &http.Client{Timeout: 30 * time.Second}, done: make(chan struct{})}
+	s := &server{name: name, cmd: cmd, procs: procs, client: &http.Client{Timeout: 30 * time.Second}, done: make(chan struct{}),
+		lines: make(chan string, 16)}
 	go func() { _ = cmd.Wait(); close(s.done) }()
-	line := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
-		if sc.Scan() {
-			line <- sc.Text()
+		for sc.Scan() {
+			select {
+			case s.lines <- sc.Text():
+			default:
+			}
 		}
-		close(line)
+		close(s.lines)
 		_, _ = io.Copy(io.Discard, out)
 	}()
-	select {
-	case l, ok := <-line:
-		if !ok {
-			s.stop()
-			return nil, fmt.Errorf("%s exited before listening", name)
-		}
-		for _, f := range strings.Fields(l) {
-			if v, ok := strings.CutPrefix(f, "mcp="); ok {
-				s.url = "http://" + v + "/mcp"
-			}
-			if v, ok := strings.CutPrefix(f, "debug="); ok {
-				s.debug = "http://" + v
-			}
-		}
-	case <-time.After(10 * time.Second):
-		s.stop()
-		return nil, fmt.Errorf("%s did not print its addresses within 10s", name)
-	case <-ctx.Done():
-		s.stop()
-		return nil, ctx.Err()
-	}
-	if s.url == "" || s.debug == "" {
-		s.stop()
-		return nil, fmt.Errorf("%s printed no addresses", name)
-	}
 	return s, nil
+}
+
+// startServer starts a Go benchmark server (bench/servers/*), which
+// prints "mcp=ADDR debug=ADDR" once listening.
+func startServer(ctx context.Context, name string, procs int, bin string, args, env []string) (*server, error) {
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("server binary: %w (run scripts/bench, which builds them)", err)
+	}
+	s, err := launch(ctx, name, bin, append([]string{"-addr", "127.0.0.1:0", "-debug", "127.0.0.1:0"}, args...), env, procs)
+	if err != nil {
+		return nil, err
+	}
+	s.debugKind = "stats"
+	return s, s.awaitAddresses(ctx)
+}
+
+// awaitAddresses reads the process's stdout until a line gives mcp=ADDR
+// (and debug=ADDR for kind "stats").
+func (s *server) awaitAddresses(ctx context.Context) error {
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case l, ok := <-s.lines:
+			if !ok {
+				s.stop()
+				return fmt.Errorf("%s exited before listening", s.name)
+			}
+			for _, f := range strings.Fields(l) {
+				if v, ok := strings.CutPrefix(f, "mcp="); ok {
+					s.url = "http://" + v + "/mcp"
+				}
+				if v, ok := strings.CutPrefix(f, "debug="); ok {
+					s.debug = "http://" + v
+				}
+			}
+			if s.url != "" && (s.debugKind != "stats" || s.debug != "") {
+				return nil
+			}
+		case <-timeout:
+			s.stop()
+			return fmt.Errorf("%s did not print its addresses within 30s", s.name)
+		case <-ctx.Done():
+			s.stop()
+			return ctx.Err()
+		}
+	}
 }
 
 // stop ends the process this harness started: SIGTERM, then SIGKILL after 3s.
@@ -434,25 +626,54 @@ func (s *server) stop() {
 	}
 }
 
+// stats returns the server's runtime statistics: from srvkit's
+// /debug/stats, from elicitd's /debug/vars plus /proc, or (a server
+// without a debug listener) CPU from /proc alone. gc forces collections
+// first where the server supports it.
 func (s *server) stats(ctx context.Context, gc bool) (srvkit.Stats, error) {
 	var st srvkit.Stats
-	u := s.debug + "/debug/stats"
-	if gc {
-		u += "?gc=1"
+	switch s.debugKind {
+	case "stats":
+		u := s.debug + "/debug/stats"
+		if gc {
+			u += "?gc=1"
+		}
+		return st, s.getJSON(ctx, u, &st)
+	case "expvar":
+		var vars struct {
+			Memstats struct {
+				Mallocs, TotalAlloc, HeapAlloc, HeapInuse, Sys uint64
+				NumGC                                          uint32
+			} `json:"memstats"`
+		}
+		if err := s.getJSON(ctx, s.debug+"/debug/vars", &vars); err != nil {
+			return st, err
+		}
+		m := vars.Memstats
+		st = srvkit.Stats{Mallocs: m.Mallocs, TotalAlloc: m.TotalAlloc, HeapAlloc: m.HeapAlloc, HeapInuse: m.HeapInuse, Sys: m.Sys, NumGC: m.NumGC}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	cpu, err := procCPU(s.cmd.Process.Pid)
 	if err != nil {
 		return st, err
+	}
+	st.CPUNanos, st.GOMAXPROCS = cpu, s.procs
+	return st, nil
+}
+
+func (s *server) getJSON(ctx context.Context, u string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return st, err
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("stats: HTTP %d", resp.StatusCode)
+		return fmt.Errorf("%s: HTTP %d", u, resp.StatusCode)
 	}
-	return st, json.NewDecoder(resp.Body).Decode(&st)
+	return json.NewDecoder(resp.Body).Decode(v)
 }
 
 // rss returns VmRSS and VmHWM of the process, in bytes.
@@ -504,16 +725,19 @@ func progress(label string, d time.Duration) func(int64, time.Duration) {
 	}
 }
 
-// measure runs one warm-up and one measured run of one server.
-func measure(ctx context.Context, o *options, s *server, scenario string, c, round int, label string) (*report.Run, error) {
+// measure runs one warm-up and one measured run of one server: load
+// loadScenario, reported as scenario.
+func measure(ctx context.Context, o *options, s *server, scenario, loadScenario string, c, round int, label string) (*report.Run, error) {
 	tr := load.NewTransport(c, o.timeout)
 	defer tr.CloseIdleConnections()
-	cfg := load.Config{URL: s.url, Scenario: scenario, Connections: c, Duration: o.warmup, Timeout: o.timeout, Transport: tr}
+	cfg := load.Config{URL: s.url, Scenario: loadScenario, Connections: c, Duration: o.warmup, Timeout: o.timeout, Transport: tr,
+		User: flowUser(loadScenario)}
 	if o.warmup > 0 {
 		if _, err := load.Run(ctx, cfg); err != nil {
 			return nil, err
 		}
 	}
+	cfg.User = flowUser(loadScenario)
 	before, err := s.stats(ctx, false)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.name, err)
@@ -534,6 +758,7 @@ func measure(ctx context.Context, o *options, s *server, scenario string, c, rou
 		return nil, err
 	}
 	cpu1 := clientCPU()
+	loadNow := loadavg1()
 	after, err := s.stats(ctx, false)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.name, err)
@@ -542,7 +767,7 @@ func measure(ctx context.Context, o *options, s *server, scenario string, c, rou
 	rss = max(rss, maxRSS)
 	run := &report.Run{Server: s.name, Scenario: scenario, Conns: c, Round: round, Requests: r.Requests, Errors: r.Errors,
 		FirstErr: r.FirstErr, RPS: r.RPS(), P50: r.Latency.Quantile(0.50), P99: r.Latency.Quantile(0.99),
-		P999: r.Latency.Quantile(0.999), Max: r.Latency.Max(), RSS: rss, PeakRSS: hwm, StateLen: r.StateLen}
+		P999: r.Latency.Quantile(0.999), Max: r.Latency.Max(), RSS: rss, PeakRSS: hwm, StateLen: r.StateLen, Load: loadNow}
 	if r.Requests > 0 {
 		n := float64(r.Requests)
 		run.AllocsPerReq = float64(after.Mallocs-before.Mallocs) / n
@@ -550,8 +775,19 @@ func measure(ctx context.Context, o *options, s *server, scenario string, c, rou
 		run.ServerCPUPerReq = time.Duration(float64(after.CPUNanos-before.CPUNanos) / n)
 		run.ClientCPUPerReq = time.Duration(float64(cpu1-cpu0) / n)
 	}
-	line := fmt.Sprintf("%s %8.0f req/s  p50 %-9s p99 %-9s p99.9 %-9s %5.0f allocs/req  cpu %-9s rss %s  err %d",
-		label, run.RPS, dur(run.P50), dur(run.P99), dur(run.P999), run.AllocsPerReq, dur(run.ServerCPUPerReq), mib(rss), run.Errors)
+	if r.Flows > 0 {
+		run.FlowsPerSec = r.FlowsPerSecond()
+		run.ServerCPUPerFlow = time.Duration(float64(after.CPUNanos-before.CPUNanos) / float64(r.Flows))
+		for i := range r.Legs {
+			run.Legs = append(run.Legs, report.Latency{P50: r.Legs[i].Quantile(0.5), P99: r.Legs[i].Quantile(0.99), P999: r.Legs[i].Quantile(0.999)})
+		}
+	}
+	line := fmt.Sprintf("%s %8.0f req/s  p50 %-9s p99 %-9s p99.9 %-9s %5.0f allocs/req  cpu %-9s rss %s  err %d  load %.1f",
+		label, run.RPS, dur(run.P50), dur(run.P99), dur(run.P999), run.AllocsPerReq, dur(run.ServerCPUPerReq), mib(rss), run.Errors, loadNow)
+	if run.FlowsPerSec > 0 && len(run.Legs) == 2 {
+		line += fmt.Sprintf("\n    %8.0f flows/s  cpu/flow %s  first leg p50 %s p99 %s  retry p50 %s p99 %s",
+			run.FlowsPerSec, dur(run.ServerCPUPerFlow), dur(run.Legs[0].P50), dur(run.Legs[0].P99), dur(run.Legs[1].P50), dur(run.Legs[1].P99))
+	}
 	if isTTY {
 		fmt.Fprintf(os.Stderr, "\r\033[K%s\n", line)
 	} else {
@@ -600,12 +836,15 @@ func pending(ctx context.Context, o *options, s *server) (*report.Pending, error
 }
 
 // profile takes a CPU and an allocation profile of s while it serves
-// scenario at c connections, and renders `go tool pprof -top` of each.
-func profile(ctx context.Context, o *options, s *server, scenario string, c int) ([]report.Profile, error) {
+// loadScenario at c connections, and renders `go tool pprof -top` of
+// each, the packages view with the pprof -show filter own; they are
+// reported under scenario.
+func profile(ctx context.Context, o *options, s *server, scenario, loadScenario string, c int, own string) ([]report.Profile, error) {
 	secs := max(2, int(o.duration.Seconds()))
 	tr := load.NewTransport(c, o.timeout)
 	defer tr.CloseIdleConnections()
-	cfg := load.Config{URL: s.url, Scenario: scenario, Connections: c, Duration: 500 * time.Millisecond, Timeout: o.timeout, Transport: tr}
+	cfg := load.Config{URL: s.url, Scenario: loadScenario, Connections: c, Duration: 500 * time.Millisecond, Timeout: o.timeout, Transport: tr,
+		User: flowUser(loadScenario)}
 	if _, err := load.Run(ctx, cfg); err != nil {
 		return nil, err
 	}
@@ -639,7 +878,7 @@ func profile(ctx context.Context, o *options, s *server, scenario string, c int)
 	}{
 		{0, "cpu, flat", nil},
 		{0, "cpu, cumulative", []string{"-cum"}},
-		{0, report.KindPackages, []string{"-cum", "-show=" + ownCode}},
+		{0, report.KindPackages, []string{"-cum", "-show=" + own}},
 		{1, "allocated bytes", []string{"-sample_index=alloc_space"}},
 	}
 	var out []report.Profile
@@ -661,6 +900,11 @@ func profile(ctx context.Context, o *options, s *server, scenario string, c int)
 // the per-connection loop in a pprof -show filter, so a cumulative top
 // reads as "where the server's CPU goes, by our function".
 const ownCode = `mcp-elicit/elicit/(jsonrpc|mcp|mcpserver|streamhttp|reqstate|elicit|auth)\.|encoding/json\.(Unmarshal|Marshal)$|net/http\.\(\*conn\)\.serve$`
+
+// elicitdCode is ownCode for elicitd: also the store drivers, the apps,
+// connect, the legacy bridge and elicitd's own code, and the database
+// drivers' entry points.
+const elicitdCode = `mcp-elicit/elicit/(jsonrpc|mcp|mcpserver|streamhttp|reqstate|elicit|auth|store|connect|legacy|examples|cmd)|modernc.org/sqlite\.\(\*(conn|stmt)\)\.(exec|query)|jackc/pgx/v5\.\(\*Conn\)\.(Exec|Query|SendBatch)$|encoding/json\.(Unmarshal|Marshal)$|net/http\.\(\*conn\)\.serve$`
 
 // trimTop drops the File and Time lines of a pprof -top header.
 func trimTop(s string) string {

@@ -44,16 +44,25 @@ type Config struct {
 	// Transport, when set, is reused (so connections stay warm from one run
 	// to the next); otherwise a tuned one is made and closed at the end.
 	Transport *http.Transport
+	// User, when set, makes every request carry "Authorization: Bearer
+	// <user>" (elicitd's demo auth on loopback): worker i is user
+	// User-i, and in the connect scenario each request is a user of its
+	// own, User-i-n, so that each starts a new flow. Use a value unique to
+	// the run.
+	User string
 }
 
 // Result is what one run measured. Requests counts MRTR legs separately.
 type Result struct {
 	Requests int64
-	Flows    int64 // completed MRTR flows (both legs)
+	Flows    int64 // completed two-leg flows (mrtr, export)
 	Errors   int64
 	FirstErr string
 	Elapsed  time.Duration
 	Latency  Histogram
+	// Legs are the latencies of the first legs and of the retries
+	// (two-leg scenarios only).
+	Legs [2]Histogram
 	// StateLen is the length of the last requestState seen (MRTR only).
 	StateLen int
 }
@@ -64,6 +73,14 @@ func (r *Result) RPS() float64 {
 		return 0
 	}
 	return float64(r.Requests) / r.Elapsed.Seconds()
+}
+
+// FlowsPerSecond returns completed two-leg flows per second.
+func (r *Result) FlowsPerSecond() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Flows) / r.Elapsed.Seconds()
 }
 
 // NewTransport returns a transport tuned for c keep-alive connections to
@@ -103,11 +120,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Duration <= 0 {
 		return nil, errors.New("load: duration must be positive")
 	}
-	known := false
-	for _, s := range wire.Scenarios {
-		known = known || s == cfg.Scenario
-	}
-	if !known {
+	if !wire.Known(cfg.Scenario) {
 		return nil, fmt.Errorf("load: unknown scenario %q", cfg.Scenario)
 	}
 	if cfg.Timeout <= 0 {
@@ -171,6 +184,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			res.StateLen = w.stateLen
 		}
 		res.Latency.Merge(&w.hist)
+		res.Legs[0].Merge(&w.legs[0])
+		res.Legs[1].Merge(&w.legs[1])
 	}
 	// Count time only up to the planned end: requests that finish after it
 	// were started before it, so the rate is not inflated.
@@ -180,10 +195,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, ctx.Err()
 }
 
-// Once sends one unit of scenario (one request, or one MRTR flow) and
-// reports its first error.
-func Once(ctx context.Context, endpoint, scenario string) error {
-	res, err := Run(ctx, Config{URL: endpoint, Scenario: scenario, Connections: 1, Duration: 10 * time.Second, MaxUnits: 1})
+// Once sends one unit of scenario (one request, or one two-leg flow) as
+// user ("" for none) and reports its first error.
+func Once(ctx context.Context, endpoint, scenario, user string) error {
+	res, err := Run(ctx, Config{URL: endpoint, Scenario: scenario, Connections: 1, Duration: 10 * time.Second, MaxUnits: 1, User: user})
 	if err != nil {
 		return err
 	}
@@ -208,11 +223,16 @@ type worker struct {
 	retryBuf    []byte
 	state       []byte
 	resp        bytes.Buffer
+	// user and n name the next connect request's user.
+	user string
+	n    int
 
 	ok, flows, errs int64
 	firstErr        string
 	stateLen        int
 	hist            Histogram
+	legs            [2]Histogram
+	leg             int // which of legs do records into
 }
 
 func (w *worker) init(i int) {
@@ -225,6 +245,22 @@ func (w *worker) init(i int) {
 	case wire.ScenarioMRTR:
 		w.first, w.hdr = wire.FormFirstBody(id), wire.Headers("tools/call", wire.FormTool)
 		w.retry = wire.NewRetry(id + 1)
+	case wire.ScenarioExport:
+		w.first, w.hdr = wire.ExportFirstBody(id), wire.Headers("tools/call", wire.ExportTool)
+		w.retry = wire.NewExportRetry(id + 1)
+	case wire.ScenarioConnect:
+		w.body, w.hdr = wire.ConnectBody(id), wire.Headers("tools/call", wire.ConnectTool)
+	case wire.ScenarioStatus:
+		w.body, w.hdr = wire.StatusBody(id), wire.Headers("tools/call", wire.StatusTool)
+	case wire.ScenarioInsert:
+		w.body, w.hdr = wire.InsertBody(), http.Header{"Content-Type": {"application/json"}}
+	}
+	if w.cfg.User != "" {
+		// Each worker has its own header map, as the connect scenario
+		// changes it per request.
+		w.hdr = w.hdr.Clone()
+		w.user = fmt.Sprintf("%s-%d", w.cfg.User, i)
+		w.hdr.Set("Authorization", "Bearer "+w.user)
 	}
 }
 
@@ -253,12 +289,33 @@ func (w *worker) loop() {
 				w.ok++
 			}
 		case wire.ScenarioMRTR:
-			w.flow()
+			w.flow(wire.MarkFormDone)
+		case wire.ScenarioExport:
+			w.flow(wire.MarkDraft)
+		case wire.ScenarioConnect:
+			if w.cfg.User != "" {
+				w.n++
+				w.hdr["Authorization"][0] = fmt.Sprintf("Bearer %s-%d", w.user, w.n)
+			}
+			if b, ok := w.do(w.body); ok && w.expect(b, wire.MarkInputRequired, wire.MarkURLMode) {
+				w.ok++
+			}
+		case wire.ScenarioStatus:
+			if b, ok := w.do(w.body); ok && w.expect(b, wire.MarkComplete, wire.MarkStatus) {
+				w.ok++
+			}
+		case wire.ScenarioInsert:
+			if b, ok := w.do(w.body); ok && w.expect(b, wire.MarkInserted) {
+				w.ok++
+			}
 		}
 	}
 }
 
-func (w *worker) flow() {
+// flow runs one two-leg flow: the first leg must ask (input_required),
+// the retry with the answer must complete with done in its result.
+func (w *worker) flow(done []byte) {
+	w.leg = 0
 	b, ok := w.do(w.first)
 	if !ok || !w.expect(b, wire.MarkInputRequired) {
 		return
@@ -275,8 +332,9 @@ func (w *worker) flow() {
 	}
 	w.state = append(w.state[:0], st...)
 	w.retryBuf = w.retry.Append(w.retryBuf[:0], w.state)
+	w.leg = 1
 	b, ok = w.do(w.retryBuf)
-	if !ok || !w.expect(b, wire.MarkComplete, wire.MarkFormDone) {
+	if !ok || !w.expect(b, wire.MarkComplete, done) {
 		return
 	}
 	w.ok++
@@ -330,6 +388,9 @@ func (w *worker) do(body []byte) ([]byte, bool) {
 		return nil, false
 	}
 	w.hist.Record(lat)
+	if w.first != nil {
+		w.legs[w.leg].Record(lat)
+	}
 	w.total.Add(1)
 	return w.resp.Bytes(), true
 }

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"image/color"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -14,22 +16,46 @@ import (
 )
 
 var serverColor = map[string]color.Color{
-	Ceiling: color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff},
-	GoSDK:   color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
-	Elicit:  color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	Ceiling:                 color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff},
+	GoSDK:                   color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	Elicit:                  color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	TSSDK:                   color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
+	StoreServer(SQLite):     color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff},
+	StoreServer(Postgres):   color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff},
+	ElicitdServer(SQLite):   color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	ElicitdServer(Postgres): color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
 }
 
-var serverGlyph = map[string]draw.GlyphDrawer{Ceiling: draw.BoxGlyph{}, GoSDK: draw.TriangleGlyph{}, Elicit: draw.CircleGlyph{}}
+var serverGlyph = map[string]draw.GlyphDrawer{Ceiling: draw.BoxGlyph{}, GoSDK: draw.TriangleGlyph{}, Elicit: draw.CircleGlyph{},
+	TSSDK: draw.PyramidGlyph{}, StoreServer(SQLite): draw.BoxGlyph{}, StoreServer(Postgres): draw.BoxGlyph{},
+	ElicitdServer(SQLite): draw.CircleGlyph{}, ElicitdServer(Postgres): draw.CircleGlyph{}}
+
+// ChartScenarios are the chart's panels for r: the core scenarios, then
+// the export flow on each store.
+func ChartScenarios(r *Results) []string {
+	out := slices.Clone(r.Settings.Scenarios)
+	if slices.Contains(r.Settings.Flows, "export") {
+		for _, st := range r.Settings.Stores {
+			out = append(out, FlowScenario("export", st))
+		}
+	}
+	return out
+}
 
 // WriteChart writes a PNG with one panel per scenario: median requests/s
-// (MRTR: legs/s) against connections (log scale) for the three servers.
+// (MRTR: legs/s; export: flows/s, beside the bare store's inserts/s)
+// against connections (log scale) for the servers that ran it.
 func WriteChart(path string, scenarios []string, s *Summary) error {
 	var panels []*plot.Plot
 	for _, sc := range scenarios {
 		p := plot.New()
-		p.Title.Text = map[string]string{"call": "tools/call", "mrtr": "MRTR flow (legs)", "discover": "server/discover"}[sc]
+		p.Title.Text = map[string]string{"call": "tools/call", "mrtr": "MRTR flow (legs)", "discover": "server/discover",
+			FlowScenario("export", SQLite): "export_report on SQLite", FlowScenario("export", Postgres): "export_report on PostgreSQL"}[sc]
 		p.X.Label.Text = "connections"
 		p.Y.Label.Text = "requests/s"
+		if !isCore(sc) {
+			p.Y.Label.Text = "flows/s (bare store: inserts/s)"
+		}
 		p.X.Scale = plot.LogScale{}
 		p.Y.Min = 0
 		p.Y.Tick.Marker = plot.TickerFunc(func(min, max float64) []plot.Tick {
@@ -56,12 +82,21 @@ func WriteChart(path string, scenarios []string, s *Summary) error {
 		p.X.Tick.Marker = ticks
 		p.X.Min, p.X.Max = ticks[0].Value/1.3, ticks[len(ticks)-1].Value*1.3
 		maxY := 0.0
-		for _, srv := range Servers {
+		srvs := append(slices.Clone(Servers), TSSDK)
+		if !isCore(sc) {
+			st := strings.TrimPrefix(sc, "export-")
+			srvs = []string{StoreServer(st), ElicitdServer(st)}
+		}
+		for _, srv := range srvs {
 			var pts plotter.XYs
 			for _, k := range s.Keys {
 				if c := s.Cells[k][srv]; k.Scenario == sc && c != nil {
-					pts = append(pts, plotter.XY{X: float64(k.Conns), Y: c.RPS})
-					maxY = max(maxY, c.RPS)
+					y := c.RPS
+					if c.FlowsPerSec > 0 && !isCore(sc) {
+						y = c.FlowsPerSec
+					}
+					pts = append(pts, plotter.XY{X: float64(k.Conns), Y: y})
+					maxY = max(maxY, y)
 				}
 			}
 			if len(pts) == 0 {

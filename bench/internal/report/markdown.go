@@ -4,11 +4,29 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
 
-var serverTitle = map[string]string{Ceiling: "ceiling", GoSDK: "go-sdk v1.8.0", Elicit: "elicit"}
+var serverTitle = map[string]string{Ceiling: "ceiling", GoSDK: "go-sdk v1.8.0", Elicit: "elicit", TSSDK: "TypeScript SDK v2",
+	ElicitdServer(SQLite): "elicitd (SQLite)", ElicitdServer(Postgres): "elicitd (PostgreSQL)",
+	StoreServer(SQLite): "bare store (SQLite)", StoreServer(Postgres): "bare store (PostgreSQL)"}
+
+var storeTitle = map[string]string{SQLite: "SQLite", Postgres: "PostgreSQL"}
+
+// coreServers are the servers of the protocol-core tables: Servers, and
+// the TypeScript peer when it ran.
+func coreServers(s *Summary) []string {
+	for _, m := range s.Cells {
+		if m[TSSDK] != nil {
+			return append(slices.Clone(Servers), TSSDK)
+		}
+	}
+	return Servers
+}
+
+func isCore(sc string) bool { return sc == "call" || sc == "mrtr" || sc == "discover" }
 
 var scenarioTitle = map[string]string{
 	"call":     "plain `tools/call`",
@@ -111,6 +129,12 @@ func WriteMarkdown(w io.Writer, r *Results, s *Summary, chart string) error {
 	p("the benchmark tool does itself with elicit's pieces, so that both servers do the same work: it seals the state with `reqstate` (AES-256-GCM, bound to method, tool and argument digest) ")
 	p("and validates the answer with `elicit.Schema.Validate` (schema parsed once at start). Arguments are decoded in a raw `Server.AddTool` handler, as elicit's handlers decode theirs; ")
 	p("the generic `mcp.AddTool` would add input-schema validation that neither other server does.\n\n")
+	if st.TSSDK != "" {
+		p("**TypeScript SDK v2** (%s) runs the `call` scenario only, as a peer: `bench/servers/tssdk/server.mjs`, an `McpServer` per request from ", st.TSSDK)
+		p("`createMcpHandler(factory, {legacy: 'reject', responseMode: 'json'})` behind `toNodeHandler` on `node:http`, the echo tool registered with `registerTool` ")
+		p("and `fromJsonSchema` (so it validates the arguments against the schema, which the Go servers do not). The packages are installed by `scripts/bench` ")
+		p("into a cache directory at bench time, never committed. Node is single-threaded: GOMAXPROCS does not apply; its CPU and RSS come from `/proc`.\n\n")
+	}
 
 	p("## Targets\n\n| Target | Wanted | Measured (median over rounds) | |\n|---|---|---|---|\n")
 	for _, t := range Targets(r, s) {
@@ -124,11 +148,11 @@ func WriteMarkdown(w io.Writer, r *Results, s *Summary, chart string) error {
 			continue
 		}
 		for _, pr := range r.Profiles {
-			if pr.Server == Elicit && pr.Scenario == t.Scenario && pr.Kind == KindPackages {
+			if (pr.Server == Elicit || strings.HasPrefix(pr.Server, "elicitd-")) && pr.Scenario == t.Scenario && pr.Kind == KindPackages {
 				shown[t.Scenario] = true
-				p("**Missed in %s: where elicit's server CPU goes** (`go tool pprof -top -cum`, %s, C=%d, shown: elicit's packages, "+
+				p("**Missed in %s: where %s's server CPU goes** (`go tool pprof -top -cum`, %s, C=%d, shown: elicit's packages, "+
 					"the top-level JSON calls and the connection loop; cum%% is the share of all server CPU samples):\n\n```text\n%s\n```\n\n",
-					t.Scenario, pr.Scenario, pr.Conns, strings.TrimSpace(pr.Top))
+					t.Scenario, serverTitle[pr.Server], pr.Scenario, pr.Conns, strings.TrimSpace(pr.Top))
 			}
 		}
 	}
@@ -138,17 +162,31 @@ func WriteMarkdown(w io.Writer, r *Results, s *Summary, chart string) error {
 		p("![throughput against connections](%s)\n\n", chart)
 	}
 	for _, sc := range st.Scenarios {
-		p("### %s\n\n| C | ceiling | go-sdk | elicit | elicit / ceiling | elicit / go-sdk | go-sdk / ceiling | errors |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n", scenarioTitle[sc])
+		ts := false
+		for _, k := range s.Keys {
+			ts = ts || (k.Scenario == sc && s.Cells[k][TSSDK] != nil)
+		}
+		if ts {
+			p("### %s\n\n| C | ceiling | go-sdk | elicit | TypeScript SDK v2 | elicit / ceiling | elicit / go-sdk | elicit / TS SDK | go-sdk / ceiling | TS SDK / ceiling | errors |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", scenarioTitle[sc])
+		} else {
+			p("### %s\n\n| C | ceiling | go-sdk | elicit | elicit / ceiling | elicit / go-sdk | go-sdk / ceiling | errors |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n", scenarioTitle[sc])
+		}
 		for _, k := range s.Keys {
 			if k.Scenario != sc {
 				continue
 			}
 			c := s.Cells[k]
 			var errs int64
-			for _, srv := range Servers {
+			for _, srv := range coreServers(s) {
 				if c[srv] != nil {
 					errs += c[srv].Errors
 				}
+			}
+			if ts {
+				p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", k.Conns, cellRPS(c[Ceiling]), cellRPS(c[GoSDK]), cellRPS(c[Elicit]), cellRPS(c[TSSDK]),
+					fmtRatio(s.Ratio(k, RatioElicitCeiling)), fmtRatio(s.Ratio(k, RatioElicitGoSDK)), fmtRatio(s.Ratio(k, RatioElicitTSSDK)),
+					fmtRatio(s.Ratio(k, RatioGoSDKCeiling)), fmtRatio(s.Ratio(k, RatioTSSDKCeiling)), errs)
+				continue
 			}
 			p("| %d | %s | %s | %s | %s | %s | %s | %d |\n", k.Conns, cellRPS(c[Ceiling]), cellRPS(c[GoSDK]), cellRPS(c[Elicit]),
 				fmtRatio(s.Ratio(k, RatioElicitCeiling)), fmtRatio(s.Ratio(k, RatioElicitGoSDK)), fmtRatio(s.Ratio(k, RatioGoSDKCeiling)), errs)
@@ -158,18 +196,24 @@ func WriteMarkdown(w io.Writer, r *Results, s *Summary, chart string) error {
 
 	p("Server CPU per request, as ratios (medians of the per-round ratios). go-sdk ÷ elicit: how many times more CPU go-sdk spends per request than elicit; ")
 	p("ceiling ÷ elicit: the share of the ceiling's efficiency that elicit keeps; go-sdk ÷ ceiling: go-sdk's cost in ceilings.\n\n")
-	p("| scenario | C | go-sdk ÷ elicit | ceiling ÷ elicit | go-sdk ÷ ceiling |\n|---|---:|---:|---:|---:|\n")
+	p("| scenario | C | go-sdk ÷ elicit | TS SDK ÷ elicit | ceiling ÷ elicit | go-sdk ÷ ceiling |\n|---|---:|---:|---:|---:|---:|\n")
 	for _, k := range s.Keys {
+		if !isCore(k.Scenario) {
+			continue
+		}
 		cr := s.CPURatios[k]
-		p("| %s | %d | %s | %s | %s |\n", k.Scenario, k.Conns, fmtX(cr[RatioElicitGoSDK]), fmtX(cr[RatioElicitCeiling]), fmtX(cr[RatioCeilingGoSDK]))
+		p("| %s | %d | %s | %s | %s | %s |\n", k.Scenario, k.Conns, fmtX(cr[RatioElicitGoSDK]), fmtX(cr[RatioElicitTSSDK]), fmtX(cr[RatioElicitCeiling]), fmtX(cr[RatioCeilingGoSDK]))
 	}
 	p("\n")
 
 	p("## Latency\n\nMedian over rounds of each run's percentile (histogram resolution 3%%): p50 / p99 / p99.9.\n\n")
-	p("| scenario | C | ceiling | go-sdk | elicit |\n|---|---:|---|---|---|\n")
+	p("| scenario | C | ceiling | go-sdk | elicit | TypeScript SDK v2 |\n|---|---:|---|---|---|---|\n")
 	for _, k := range s.Keys {
+		if !isCore(k.Scenario) {
+			continue
+		}
 		c := s.Cells[k]
-		p("| %s | %d | %s | %s | %s |\n", k.Scenario, k.Conns, cellLat(c[Ceiling]), cellLat(c[GoSDK]), cellLat(c[Elicit]))
+		p("| %s | %d | %s | %s | %s | %s |\n", k.Scenario, k.Conns, cellLat(c[Ceiling]), cellLat(c[GoSDK]), cellLat(c[Elicit]), cellLat(c[TSSDK]))
 	}
 	p("\n")
 
@@ -177,7 +221,10 @@ func WriteMarkdown(w io.Writer, r *Results, s *Summary, chart string) error {
 	p("CPU per request is the figure least disturbed by other work on the machine; its ratio (ceiling CPU ÷ elicit CPU) is the share of the ceiling's efficiency elicit keeps.\n\n")
 	p("| scenario | C | server | CPU / req | allocs / req | bytes / req | RSS | CPU efficiency vs ceiling |\n|---|---:|---|---:|---:|---:|---:|---:|\n")
 	for _, k := range s.Keys {
-		for _, srv := range Servers {
+		if !isCore(k.Scenario) {
+			continue
+		}
+		for _, srv := range coreServers(s) {
 			c := s.Cells[k][srv]
 			if c == nil {
 				continue
@@ -188,15 +235,26 @@ func WriteMarkdown(w io.Writer, r *Results, s *Summary, chart string) error {
 				eff = fmtRatio(s.CPURatios[k][RatioElicitCeiling])
 			case GoSDK:
 				eff = fmtRatio(s.CPURatios[k][RatioGoSDKCeiling])
+			case TSSDK:
+				eff = fmtRatio(s.CPURatios[k][RatioTSSDKCeiling])
 			case Ceiling:
 				eff = "100%"
 			}
-			p("| %s | %d | %s | %s | %.0f | %s | %s | %s |\n", k.Scenario, k.Conns, serverTitle[srv], fmtDur(c.ServerCPU), c.AllocsPerReq,
-				fmtBytes(uint64(c.BytesPerReq)), fmtBytes(c.RSS), eff)
+			allocs, bytes := fmt.Sprintf("%.0f", c.AllocsPerReq), fmtBytes(uint64(c.BytesPerReq))
+			if srv == TSSDK {
+				allocs, bytes = "–", "–"
+			}
+			p("| %s | %d | %s | %s | %s | %s | %s | %s |\n", k.Scenario, k.Conns, serverTitle[srv], fmtDur(c.ServerCPU), allocs,
+				bytes, fmtBytes(c.RSS), eff)
 		}
 	}
 	peak := PeakRSS(r)
-	p("\nPeak RSS (VmHWM) over the whole invocation: ceiling %s, go-sdk %s, elicit %s.\n\n", fmtBytes(peak[Ceiling]), fmtBytes(peak[GoSDK]), fmtBytes(peak[Elicit]))
+	p("\nPeak RSS (VmHWM) over the whole invocation: ceiling %s, go-sdk %s, elicit %s", fmtBytes(peak[Ceiling]), fmtBytes(peak[GoSDK]), fmtBytes(peak[Elicit]))
+	if peak[TSSDK] > 0 {
+		p(", TypeScript SDK v2 %s", fmtBytes(peak[TSSDK]))
+	}
+	p(".\n\n")
+	writeFlows(p, r, s)
 
 	if len(r.Micro) > 0 {
 		p("## Micro benchmarks\n\nThe bodies of `bench/micro_test.go` (`go test -run '^$' -bench . ./bench`), run in-process by the harness with `testing.Benchmark` ")
@@ -288,4 +346,73 @@ func cellLat(c *Cell) string {
 		return "–"
 	}
 	return fmt.Sprintf("%s / %s / %s", fmtDur(c.P50), fmtDur(c.P99), fmtDur(c.P999))
+}
+
+// writeFlows writes the real flows' section.
+func writeFlows(p func(string, ...any), r *Results, s *Summary) {
+	st := r.Settings
+	if len(st.Stores) == 0 {
+		return
+	}
+	p("## Real flows: elicitd on SQLite and PostgreSQL\n\n")
+	p("The reference server `cmd/elicitd` as deployed (a separate process, GOMAXPROCS=%d), with its store, against the **bare store**: ", st.ServerProcs)
+	p("a server doing one durable insert per request with the same driver and durability settings and nothing else (`bench/servers/store`: no MCP, no JSON, no auth; ")
+	p("SQLite: WAL, `synchronous=FULL`, one connection, each insert its own transaction; PostgreSQL: a pool of the size elicitd uses, each insert its own transaction). ")
+	p("elicitd runs with `--log-level warn --audit-log off --metrics-addr off` (one log line per outcome and the audit file would be measured too), demo auth on loopback, ")
+	p("and a store of its own (a new directory, or a new PostgreSQL schema, per invocation); it is built with `-tags benchdebug`, which only adds a loopback pprof/expvar listener for the figures below.\n\n")
+	p("- **export**: `export_report` as a client runs it: the first leg answers `input_required` with the form, the accept leg (answer + `requestState`) prepares a draft: ")
+	p("the replay lookup and the ledger completion (the draft and the operation row, one durable write). A unit is a flow of two requests; each connection is a user of its own. ")
+	p("Rounds alternate the bare store and elicitd, and the ratio is export flows/s ÷ bare-store inserts/s within a round (median over rounds).\n")
+	p("- **connect**: `connect_billing`'s first leg for a user with no pending flow (every request is a new user): a read of the secret and of a pending flow, then the flow stored, and the URL step asked.\n")
+	p("- **status**: `billing_status`, a read-only tool: one read (the user's secret; none is stored, so the answer is \"not connected\").\n")
+	p("- Server CPU comes from `/proc/PID/stat` (10 ms ticks) around each measured run, allocations from elicitd's `runtime.MemStats` (expvar). The load column is the 1-minute load average at the end of the runs (the largest over the rounds).\n\n")
+	for _, store := range st.Stores {
+		ex := FlowScenario("export", store)
+		p("### %s\n\n", storeTitle[store])
+		p("| C | bare store inserts/s | export flows/s | flows ÷ inserts | first leg p50 / p99 | accept leg p50 / p99 | elicitd CPU / flow | bare store CPU / insert | errors | load |\n")
+		p("|---:|---:|---:|---:|---|---|---:|---:|---:|---:|\n")
+		for _, k := range s.Keys {
+			if k.Scenario != ex {
+				continue
+			}
+			b, e := s.Cells[k][StoreServer(store)], s.Cells[k][ElicitdServer(store)]
+			if e == nil {
+				continue
+			}
+			first, accept := "–", "–"
+			if len(e.Legs) == 2 {
+				first = fmt.Sprintf("%s / %s", fmtDur(e.Legs[0].P50), fmtDur(e.Legs[0].P99))
+				accept = fmt.Sprintf("%s / %s", fmtDur(e.Legs[1].P50), fmtDur(e.Legs[1].P99))
+			}
+			bRate, bCPU, errs, load := "–", "–", e.Errors, e.Load
+			if b != nil {
+				bRate, bCPU, errs, load = fmtRPS(b.RPS), fmtDur(b.ServerCPU), errs+b.Errors, max(load, b.Load)
+			}
+			p("| %d | %s | %s | %s | %s | %s | %s | %s | %d | %.1f |\n", k.Conns, bRate, fmtRPS(e.FlowsPerSec), fmtRatio(s.Ratio(k, RatioFlowStore(store))),
+				first, accept, fmtDur(e.ServerCPUPerFlow), bCPU, errs, load)
+		}
+		p("\n| flow | C | requests/s | p50 / p99 / p99.9 | elicitd CPU / request | allocs / request | errors | load |\n|---|---:|---:|---|---:|---:|---:|---:|\n")
+		for _, f := range []string{"connect", "status"} {
+			for _, k := range s.Keys {
+				if k.Scenario != FlowScenario(f, store) {
+					continue
+				}
+				if c := s.Cells[k][ElicitdServer(store)]; c != nil {
+					p("| %s | %d | %s | %s | %s | %.0f | %d | %.1f |\n", f, k.Conns, fmtRPS(c.RPS), cellLat(c), fmtDur(c.ServerCPU), c.AllocsPerReq, c.Errors, c.Load)
+				}
+			}
+		}
+		p("\n")
+	}
+	if len(r.Busy) > 0 {
+		p("### Where requests wait (goroutine dumps under export load)\n\n")
+		p("Goroutine dumps (`/debug/pprof/goroutine?debug=2`) of elicitd taken while it served the export flow, counting the goroutines serving a request ")
+		p("(`net/http.(*conn).serve`, not idle between requests) and where they were: sleeping in SQLite's busy handler (`modernc.org/sqlite.busyHandler`, a write waiting for another connection's lock), ")
+		p("queued for the SQLite store's writer (`store/sqlite.(*writer).write`: waiting for the commit its write shares), or waiting for a pooled PostgreSQL connection (`pgxpool.(*Pool).Acquire`).\n\n")
+		p("| server | C | dumps | request goroutines (sum) | in the busy handler | waiting for the writer | in pgxpool Acquire |\n|---|---:|---:|---:|---:|---:|---:|\n")
+		for _, b := range r.Busy {
+			p("| %s | %d | %d | %d | %d | %d | %d |\n", serverTitle[b.Server], b.Conns, b.Samples, b.Requests, b.BusyHandler, b.Writer, b.Acquire)
+		}
+		p("\n")
+	}
 }

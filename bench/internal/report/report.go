@@ -16,17 +16,39 @@ const (
 	Ceiling = "ceiling"
 	GoSDK   = "gosdk"
 	Elicit  = "elicit"
+	// TSSDK is the TypeScript SDK v2 server (call scenario only).
+	TSSDK = "tssdk"
 )
 
-// Servers lists the servers in run order.
+// Servers lists the protocol-core servers in run order.
 var Servers = []string{Ceiling, GoSDK, Elicit}
+
+// The stores the real flows run on, and their servers: elicitd on the
+// store, and the bare store (one durable insert per request, no MCP).
+const (
+	SQLite   = "sqlite"
+	Postgres = "postgres"
+)
+
+// Stores lists the stores in report order.
+var Stores = []string{SQLite, Postgres}
+
+// ElicitdServer and StoreServer name the servers of a store.
+func ElicitdServer(store string) string { return "elicitd-" + store }
+func StoreServer(store string) string   { return "store-" + store }
+
+// FlowScenario names the Run.Scenario of flow (export, connect, status)
+// on store, e.g. "export-sqlite".
+func FlowScenario(flow, store string) string { return flow + "-" + store }
 
 // Results is everything one mcpbench invocation measured.
 type Results struct {
-	Machine  Machine       `json:"machine"`
-	Settings Settings      `json:"settings"`
-	Runs     []Run         `json:"runs"`
-	Micro    []Micro       `json:"micro,omitempty"`
+	Machine  Machine  `json:"machine"`
+	Settings Settings `json:"settings"`
+	Runs     []Run    `json:"runs"`
+	Micro    []Micro  `json:"micro,omitempty"`
+	// Busy are the goroutine dumps taken from elicitd under export load.
+	Busy     []BusyCheck   `json:"busy,omitempty"`
 	States   *StateSizes   `json:"states,omitempty"`
 	Pending  []Pending     `json:"pending,omitempty"`
 	Profiles []Profile     `json:"profiles,omitempty"`
@@ -61,6 +83,12 @@ type Settings struct {
 	ServerProcs int           `json:"serverProcs"`
 	ClientProcs int           `json:"clientProcs"`
 	PendingN    int           `json:"pendingFlows"`
+	// Flows, Stores and FlowConnections are the real-flow settings.
+	Flows           []string `json:"flows,omitempty"`
+	Stores          []string `json:"stores,omitempty"`
+	FlowConnections []int    `json:"flowConnections,omitempty"`
+	// TSSDK is the TypeScript peer's packages ("" when not run).
+	TSSDK string `json:"tssdk,omitempty"`
 }
 
 // Run is one measured run of one server.
@@ -91,6 +119,49 @@ type Run struct {
 	PeakRSS uint64 `json:"peakRSS"`
 	// StateLen is the requestState length seen on the wire (MRTR).
 	StateLen int `json:"stateLen,omitempty"`
+	// FlowsPerSec and ServerCPUPerFlow count two-leg flows (mrtr,
+	// export); Legs are the first legs' and the retries' latencies.
+	FlowsPerSec      float64       `json:"flowsPerSec,omitempty"`
+	ServerCPUPerFlow time.Duration `json:"serverCPUPerFlow,omitempty"`
+	Legs             []Latency     `json:"legs,omitempty"`
+	// Load is the 1-minute load average at the end of the run.
+	Load float64 `json:"load,omitempty"`
+}
+
+// Latency is one latency distribution's percentiles.
+type Latency struct {
+	P50  time.Duration `json:"p50"`
+	P99  time.Duration `json:"p99"`
+	P999 time.Duration `json:"p999"`
+}
+
+// UnitRate is what a throughput ratio compares: flows per second for the
+// export flow, requests per second otherwise (MRTR: legs).
+func (r *Run) UnitRate() float64 {
+	if r.Scenario != "mrtr" && r.FlowsPerSec > 0 {
+		return r.FlowsPerSec
+	}
+	return r.RPS
+}
+
+// BusyCheck counts, over goroutine dumps of an elicitd process taken
+// while it served the export flow, the goroutines serving requests and
+// where they were: in SQLite's busy handler (sleeping for a lock), waiting
+// for the store's writer, or waiting for a pooled PostgreSQL connection.
+type BusyCheck struct {
+	Server  string `json:"server"`
+	Conns   int    `json:"connections"`
+	Samples int    `json:"samples"`
+	// Requests sums the goroutines serving an HTTP request over the dumps.
+	Requests int `json:"requests"`
+	// BusyHandler sums those inside modernc.org/sqlite's busy handler.
+	BusyHandler int `json:"busyHandler"`
+	// Writer sums those waiting for store/sqlite's writer.
+	Writer int `json:"writer"`
+	// Acquire sums those waiting in pgxpool's Acquire.
+	Acquire int `json:"acquire"`
+	// File is the first dump, kept in the artifacts directory.
+	File string `json:"file,omitempty"`
 }
 
 // Micro is one micro benchmark result.
@@ -142,6 +213,12 @@ type Cell struct {
 	RSS                            uint64
 	Errors                         int64
 	Rounds                         int
+	// FlowsPerSec, ServerCPUPerFlow and Legs as in Run (medians).
+	FlowsPerSec      float64
+	ServerCPUPerFlow time.Duration
+	Legs             []Latency
+	// Load is the largest 1-minute load average seen at a run's end.
+	Load float64
 }
 
 // Key identifies a (scenario, connections) pair.
@@ -168,13 +245,23 @@ const (
 	RatioElicitGoSDK   = "elicit/gosdk"
 	RatioGoSDKCeiling  = "gosdk/ceiling"
 	RatioCeilingGoSDK  = "ceiling/gosdk"
+	RatioElicitTSSDK   = "elicit/tssdk"
+	RatioTSSDKCeiling  = "tssdk/ceiling"
 )
+
+// RatioFlowStore is the ratio of elicitd's flow rate to the bare store's
+// insert rate on store.
+func RatioFlowStore(store string) string { return ElicitdServer(store) + "/" + StoreServer(store) }
 
 var ratioPairs = []struct{ name, num, den string }{
 	{RatioElicitCeiling, Elicit, Ceiling},
 	{RatioElicitGoSDK, Elicit, GoSDK},
 	{RatioGoSDKCeiling, GoSDK, Ceiling},
 	{RatioCeilingGoSDK, Ceiling, GoSDK},
+	{RatioElicitTSSDK, Elicit, TSSDK},
+	{RatioTSSDKCeiling, TSSDK, Ceiling},
+	{RatioFlowStore(SQLite), ElicitdServer(SQLite), StoreServer(SQLite)},
+	{RatioFlowStore(Postgres), ElicitdServer(Postgres), StoreServer(Postgres)},
 }
 
 func median(xs []float64) float64 {
@@ -207,6 +294,10 @@ func Summarize(r *Results) *Summary {
 		cpu                []time.Duration
 		rss                uint64
 		errs               int64
+		flows              []float64
+		cpuFlow            []time.Duration
+		legs               [][3][]time.Duration
+		load               float64
 	}
 	accs := map[Key]map[string]*acc{}
 	type roundKey struct {
@@ -232,6 +323,19 @@ func Summarize(r *Results) *Summary {
 		a.cpu = append(a.cpu, run.ServerCPUPerReq)
 		a.rss = max(a.rss, run.RSS)
 		a.errs += run.Errors
+		a.load = max(a.load, run.Load)
+		if run.FlowsPerSec > 0 {
+			a.flows = append(a.flows, run.FlowsPerSec)
+			a.cpuFlow = append(a.cpuFlow, run.ServerCPUPerFlow)
+		}
+		for i, l := range run.Legs {
+			if len(a.legs) <= i {
+				a.legs = append(a.legs, [3][]time.Duration{})
+			}
+			a.legs[i][0] = append(a.legs[i][0], l.P50)
+			a.legs[i][1] = append(a.legs[i][1], l.P99)
+			a.legs[i][2] = append(a.legs[i][2], l.P999)
+		}
 		rk := roundKey{k, run.Round}
 		if byRound[rk] == nil {
 			byRound[rk] = map[string]Run{}
@@ -241,9 +345,16 @@ func Summarize(r *Results) *Summary {
 	for k, m := range accs {
 		s.Cells[k] = map[string]*Cell{}
 		for srv, a := range m {
-			s.Cells[k][srv] = &Cell{RPS: median(a.rps), AllocsPerReq: median(a.allocs), BytesPerReq: median(a.bytes),
+			c := &Cell{RPS: median(a.rps), AllocsPerReq: median(a.allocs), BytesPerReq: median(a.bytes),
 				P50: medianDur(a.p50), P99: medianDur(a.p99), P999: medianDur(a.p999), ServerCPU: medianDur(a.cpu),
-				RSS: a.rss, Errors: a.errs, Rounds: len(a.rps)}
+				RSS: a.rss, Errors: a.errs, Rounds: len(a.rps), Load: a.load}
+			if len(a.flows) > 0 {
+				c.FlowsPerSec, c.ServerCPUPerFlow = median(a.flows), medianDur(a.cpuFlow)
+			}
+			for _, l := range a.legs {
+				c.Legs = append(c.Legs, Latency{P50: medianDur(l[0]), P99: medianDur(l[1]), P999: medianDur(l[2])})
+			}
+			s.Cells[k][srv] = c
 		}
 	}
 	ratios := map[Key]map[string][]float64{}
@@ -255,10 +366,10 @@ func Summarize(r *Results) *Summary {
 		for _, p := range ratioPairs {
 			num, ok1 := runs[p.num]
 			den, ok2 := runs[p.den]
-			if !ok1 || !ok2 || den.RPS == 0 {
+			if !ok1 || !ok2 || den.UnitRate() == 0 {
 				continue
 			}
-			ratios[rk.Key][p.name] = append(ratios[rk.Key][p.name], num.RPS/den.RPS)
+			ratios[rk.Key][p.name] = append(ratios[rk.Key][p.name], num.UnitRate()/den.UnitRate())
 			if num.ServerCPUPerReq > 0 {
 				cpuRatios[rk.Key][p.name] = append(cpuRatios[rk.Key][p.name], float64(den.ServerCPUPerReq)/float64(num.ServerCPUPerReq))
 			}
@@ -284,15 +395,18 @@ func Summarize(r *Results) *Summary {
 }
 
 func scenarioOrder(sc string) int {
-	switch sc {
-	case "call":
-		return 0
-	case "mrtr":
-		return 1
-	case "discover":
-		return 2
+	order := []string{"call", "mrtr", "discover"}
+	for _, st := range Stores {
+		for _, f := range []string{"export", "connect", "status"} {
+			order = append(order, FlowScenario(f, st))
+		}
 	}
-	return 3
+	for i, o := range order {
+		if o == sc {
+			return i
+		}
+	}
+	return len(order)
 }
 
 // PeakRSS returns each server's VmHWM over the whole invocation.
@@ -397,6 +511,8 @@ func Targets(r *Results, s *Summary) []Target {
 	} else {
 		out = append(out, Target{Name: "sealed state, billing flow", Want: "≤ 512 bytes", Status: "not measured"})
 	}
+	out = append(out, flowTargets(r, s)...)
+
 	pt := Target{Name: "heap growth, flows started and left pending (elicit)", Want: "< 2 MB", Status: "not measured"}
 	for _, p := range r.Pending {
 		if p.Server == Elicit {
@@ -416,6 +532,113 @@ func join(parts []string) string {
 			out += "; "
 		}
 		out += p
+	}
+	return out
+}
+
+// flowTargets checks the real flows: export against the bare store and
+// its tail on SQLite, the busy handler, the PostgreSQL accept leg, and the
+// read-only tool's CPU against the core's call.
+func flowTargets(r *Results, s *Summary) []Target {
+	var out []Target
+	cell := func(sc string, c int, srv string) *Cell {
+		if m := s.Cells[Key{sc, c}]; m != nil {
+			return m[srv]
+		}
+		return nil
+	}
+	exportSQLite := FlowScenario("export", SQLite)
+	{
+		t := Target{Name: "SQLite export flows vs the bare store (one durable insert per request)", Want: "≥ 70% at 16 and 64 connections"}
+		var parts []string
+		ok, measured := true, false
+		for _, k := range s.Keys {
+			if k.Scenario != exportSQLite {
+				continue
+			}
+			v := s.Ratio(k, RatioFlowStore(SQLite))
+			if math.IsNaN(v) {
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("C=%d: %s", k.Conns, fmtRatio(v)))
+			if k.Conns == 16 || k.Conns == 64 {
+				measured = true
+				ok = ok && v >= 0.7
+			}
+		}
+		t.Measured, t.Status, t.Scenario = join(parts), status(ok, measured), exportSQLite
+		out = append(out, t)
+	}
+	{
+		t := Target{Name: "SQLite export accept-leg p99", Want: "≤ 30 ms at 16, ≤ 100 ms at 64 connections"}
+		var parts []string
+		ok, measured := true, false
+		for _, c := range []int{16, 64} {
+			cl := cell(exportSQLite, c, ElicitdServer(SQLite))
+			if cl == nil || len(cl.Legs) < 2 {
+				continue
+			}
+			measured = true
+			limit := 30 * time.Millisecond
+			if c == 64 {
+				limit = 100 * time.Millisecond
+			}
+			ok = ok && cl.Legs[1].P99 <= limit
+			parts = append(parts, fmt.Sprintf("C=%d: %s (first leg %s)", c, fmtDur(cl.Legs[1].P99), fmtDur(cl.Legs[0].P99)))
+		}
+		t.Measured, t.Status, t.Scenario = join(parts), status(ok, measured), exportSQLite
+		out = append(out, t)
+	}
+	{
+		t := Target{Name: "requests sleeping in SQLite's busy handler (goroutine dumps under export load)", Want: "none"}
+		var parts []string
+		ok, measured := true, false
+		for _, b := range r.Busy {
+			if b.Server != ElicitdServer(SQLite) {
+				continue
+			}
+			measured = true
+			ok = ok && b.BusyHandler == 0
+			parts = append(parts, fmt.Sprintf("C=%d: %d of %d request goroutines in %d dumps", b.Conns, b.BusyHandler, b.Requests, b.Samples))
+		}
+		t.Measured, t.Status = join(parts), status(ok, measured)
+		out = append(out, t)
+	}
+	{
+		t := Target{Name: "PostgreSQL export accept-leg p50 at 16 connections", Want: "≤ 3 ms"}
+		if cl := cell(FlowScenario("export", Postgres), 16, ElicitdServer(Postgres)); cl != nil && len(cl.Legs) >= 2 {
+			t.Measured = fmt.Sprintf("%s (p99 %s)", fmtDur(cl.Legs[1].P50), fmtDur(cl.Legs[1].P99))
+			t.Status = status(cl.Legs[1].P50 <= 3*time.Millisecond, true)
+			t.Scenario = FlowScenario("export", Postgres)
+		} else {
+			t.Status = "not measured"
+		}
+		out = append(out, t)
+	}
+	{
+		t := Target{Name: "read-only tool (billing_status) server CPU per request vs the core's call (elicit)", Want: "≤ 1.5×"}
+		var parts []string
+		ok, measured := true, false
+		for _, st := range Stores {
+			for _, k := range s.Keys {
+				if k.Scenario != FlowScenario("status", st) {
+					continue
+				}
+				ro, core := cell(k.Scenario, k.Conns, ElicitdServer(st)), cell("call", k.Conns, Elicit)
+				if ro == nil || core == nil || core.ServerCPU <= 0 {
+					continue
+				}
+				measured = true
+				v := float64(ro.ServerCPU) / float64(core.ServerCPU)
+				if v > 1.5 && t.Scenario == "" {
+					t.Scenario = k.Scenario
+				}
+				ok = ok && v <= 1.5
+				parts = append(parts, fmt.Sprintf("%s C=%d: %.2f× (%s vs %s)", st, k.Conns, v, fmtDur(ro.ServerCPU), fmtDur(core.ServerCPU)))
+			}
+		}
+		t.Measured, t.Status = join(parts), status(ok, measured)
+		out = append(out, t)
 	}
 	return out
 }

@@ -74,11 +74,25 @@ func DebugHandler() http.Handler {
 // prints "mcp=ADDR debug=ADDR" on stdout, and runs until SIGINT/SIGTERM.
 // Both addresses must be loopback.
 func Main(name string, mcp http.Handler) {
+	MainWith(name, func() (http.Handler, func() error, error) { return mcp, nil, nil })
+}
+
+// MainWith is Main for a server with flags of its own: build, called once
+// the flags are parsed, returns the handler and what to close at the end
+// (nil for nothing).
+func MainWith(name string, build func() (http.Handler, func() error, error)) {
 	addr := flag.String("addr", "127.0.0.1:0", "MCP listen address (loopback)")
 	debug := flag.String("debug", "127.0.0.1:0", "debug listen address for /debug/stats and pprof (loopback)")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix(name + ": ")
+	mcp, closeFn, err := build()
+	if err != nil {
+		log.Fatal(err)
+	}
+	if closeFn != nil {
+		defer closeFn()
+	}
 	ln, err := listenLoopback(*addr)
 	if err != nil {
 		log.Fatal(err)

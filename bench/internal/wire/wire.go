@@ -21,8 +21,39 @@ const (
 	ScenarioDiscover = "discover" // server/discover
 )
 
-// Scenarios lists every scenario in report order.
+// Scenarios lists every scenario of the protocol core in report order.
 var Scenarios = []string{ScenarioCall, ScenarioMRTR, ScenarioDiscover}
+
+// The real flows of elicitd (cmd/elicitd with its SQLite or PostgreSQL
+// store), and the bare store's request.
+const (
+	// ScenarioExport is export_report: the first leg asks the form, the
+	// accept leg prepares a draft (the ledger completion: one durable
+	// write). A unit is a flow of two requests.
+	ScenarioExport = "export"
+	// ScenarioConnect is connect_billing's first leg for a user who has
+	// no pending flow yet (each request is another user): it stores a
+	// flow and asks for the URL step.
+	ScenarioConnect = "connect"
+	// ScenarioStatus is billing_status, a read-only tool: one read of the
+	// user's secret.
+	ScenarioStatus = "status"
+	// ScenarioInsert is the bare store's request: one durable insert, no
+	// MCP.
+	ScenarioInsert = "insert"
+)
+
+// FlowScenarios lists the real flows in report order.
+var FlowScenarios = []string{ScenarioExport, ScenarioConnect, ScenarioStatus}
+
+// Known reports whether sc is a scenario the load generator can send.
+func Known(sc string) bool {
+	switch sc {
+	case ScenarioCall, ScenarioMRTR, ScenarioDiscover, ScenarioExport, ScenarioConnect, ScenarioStatus, ScenarioInsert:
+		return true
+	}
+	return false
+}
 
 // The tools every server registers.
 const (
@@ -65,8 +96,23 @@ const (
 // (form-mode elicitation) and client identity.
 const Meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}},"io.modelcontextprotocol/clientInfo":{"name":"mcpbench","version":"1"}}`
 
-// Response markers the load generator looks for (the three servers all
-// write compact JSON).
+// MetaFormURL is Meta declaring both elicitation modes (connect_billing
+// asks for the URL step).
+const MetaFormURL = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{},"url":{}}},"io.modelcontextprotocol/clientInfo":{"name":"mcpbench","version":"1"}}`
+
+// elicitd's tools and what the flows send them.
+const (
+	ExportTool    = "export_report"
+	ExportArgs    = `{"period":"2026-Q2","dataset":"sales"}`
+	ExportAnswer  = `{"report_options":{"action":"accept","content":{"detail":"summary","label":"bench"}}}`
+	ConnectTool   = "connect_billing"
+	StatusTool    = "billing_status"
+	noArgs        = `{}`
+	insertPayload = `{"operation":"bench","principal":"bench-user","outcome":"prepared","result":"a small recorded result"}`
+)
+
+// Response markers the load generator looks for (all servers write
+// compact JSON).
 var (
 	MarkComplete      = []byte(`"resultType":"complete"`)
 	MarkInputRequired = []byte(`"resultType":"input_required"`)
@@ -75,7 +121,44 @@ var (
 	MarkDiscover      = []byte(`"supportedVersions"`)
 	MarkEcho          = []byte(EchoText)
 	MarkFormDone      = []byte(FormDone)
+	// MarkDraft is in export_report's accept-leg result.
+	MarkDraft = []byte(`"status":"prepared"`)
+	// MarkURLMode is in connect_billing's first leg.
+	MarkURLMode = []byte(`"mode":"url"`)
+	// MarkStatus is in billing_status's result.
+	MarkStatus = []byte(`not connected`)
+	// MarkInserted is the bare store's answer.
+	MarkInserted = []byte(`{"ok":true}`)
 )
+
+// ToolBody is a tools/call of tool with raw JSON arguments, id n and
+// meta (Meta or MetaFormURL).
+func ToolBody(n int, tool, args, meta string) []byte {
+	return []byte(`{"jsonrpc":"2.0","id":` + id(n) + `,"method":"tools/call","params":{"name":"` + tool +
+		`","arguments":` + args + `,` + meta + `}}`)
+}
+
+// ExportFirstBody is export_report's first leg.
+func ExportFirstBody(n int) []byte { return ToolBody(n, ExportTool, ExportArgs, MetaFormURL) }
+
+// NewExportRetry returns the builder of export_report's accept leg.
+func NewExportRetry(n int) *Retry {
+	return &Retry{
+		prefix: []byte(`{"jsonrpc":"2.0","id":` + id(n) + `,"method":"tools/call","params":{"name":"` + ExportTool +
+			`","arguments":` + ExportArgs + `,"inputResponses":` + ExportAnswer + `,"requestState":"`),
+		suffix: []byte(`",` + MetaFormURL + `}}`),
+	}
+}
+
+// ConnectBody is connect_billing's first leg.
+func ConnectBody(n int) []byte { return ToolBody(n, ConnectTool, noArgs, MetaFormURL) }
+
+// StatusBody is a call of billing_status.
+func StatusBody(n int) []byte { return ToolBody(n, StatusTool, noArgs, MetaFormURL) }
+
+// InsertBody is the bare store's request body, stored as the row's
+// payload.
+func InsertBody() []byte { return []byte(insertPayload) }
 
 func id(n int) string { return strconv.Itoa(n) }
 
