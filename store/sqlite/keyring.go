@@ -29,24 +29,19 @@ func (s *Store) AddStateKey(ctx context.Context, k *store.StateKey) error {
 
 // StateKeys implements store.KeyRing.
 func (s *Store) StateKeys(ctx context.Context) ([]*store.StateKey, error) {
-	ctx, cancel := s.call(ctx)
-	defer cancel()
-	rows, err := s.query(ctx, `SELECT id, sealed, created_at, activates_at FROM state_keys ORDER BY seq DESC`)
-	if err != nil {
-		return nil, s.errorf("sqlite: state keys: %w", err)
-	}
-	defer rows.Close()
 	keys := []*store.StateKey{}
-	for rows.Next() {
-		var k store.StateKey
-		var created, activates int64
-		if err := rows.Scan(&k.ID, &k.Sealed, &created, &activates); err != nil {
-			return nil, s.errorf("sqlite: state keys: %w", err)
-		}
-		k.CreatedAt, k.ActivatesAt = fromNanos(created), fromNanos(activates)
-		keys = append(keys, &k)
-	}
-	if err := rows.Err(); err != nil {
+	err := s.queryRows(ctx, `SELECT id, sealed, created_at, activates_at FROM state_keys ORDER BY seq DESC`, nil,
+		func(rows *sql.Rows) error {
+			var k store.StateKey
+			var created, activates int64
+			if err := rows.Scan(&k.ID, &k.Sealed, &created, &activates); err != nil {
+				return err
+			}
+			k.CreatedAt, k.ActivatesAt = fromNanos(created), fromNanos(activates)
+			keys = append(keys, &k)
+			return nil
+		})
+	if err != nil {
 		return nil, s.errorf("sqlite: state keys: %w", err)
 	}
 	return keys, nil
@@ -104,8 +99,6 @@ const masterKeyCheckName = "master_key_check"
 
 // MasterKeyCheck implements store.KeyRing.
 func (s *Store) MasterKeyCheck(ctx context.Context) ([]byte, error) {
-	ctx, cancel := s.call(ctx)
-	defer cancel()
 	var v []byte
 	err := s.queryRow(ctx, `SELECT value FROM store_meta WHERE name = ?`, masterKeyCheckName).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {

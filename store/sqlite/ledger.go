@@ -55,8 +55,6 @@ func (s *Store) CompleteOperation(ctx context.Context, op *store.Operation, effe
 
 // GetOperation implements store.Ledger.
 func (s *Store) GetOperation(ctx context.Context, id string) (*store.Operation, error) {
-	ctx, cancel := s.call(ctx)
-	defer cancel()
 	op := store.Operation{ID: id}
 	var completed int64
 	err := s.queryRow(ctx,
@@ -111,30 +109,21 @@ func (s *Store) getRecord(ctx context.Context, q queryRower, kind, id string) (*
 
 // GetRecord implements store.Ledger.
 func (s *Store) GetRecord(ctx context.Context, kind, id string) (*store.Record, error) {
-	ctx, cancel := s.call(ctx)
-	defer cancel()
 	return s.getRecord(ctx, s, kind, id)
 }
 
 // ListRecords implements store.Ledger.
 func (s *Store) ListRecords(ctx context.Context, kind, principal string) ([]*store.Record, error) {
-	ctx, cancel := s.call(ctx)
-	defer cancel()
-	rows, err := s.query(ctx,
-		`SELECT `+recordColumns+` FROM records WHERE kind = ? AND principal = ? ORDER BY created_at, id`, kind, principal)
-	if err != nil {
-		return nil, s.errorf("sqlite: list records: %w", err)
-	}
-	defer rows.Close()
 	out := []*store.Record{}
-	for rows.Next() {
-		r, err := scanRecord(rows)
-		if err != nil {
-			return nil, s.errorf("sqlite: list records: %w", err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
+	err := s.queryRows(ctx, `SELECT `+recordColumns+` FROM records WHERE kind = ? AND principal = ? ORDER BY created_at, id`,
+		[]any{kind, principal}, func(rows *sql.Rows) error {
+			r, err := scanRecord(rows)
+			if err == nil {
+				out = append(out, r)
+			}
+			return err
+		})
+	if err != nil {
 		return nil, s.errorf("sqlite: list records: %w", err)
 	}
 	return out, nil

@@ -13,6 +13,10 @@
 // SQLite's lock, and none sleeps in its busy handler. Reads run on a pool
 // of read-only connections, which WAL journaling lets proceed alongside
 // the writer. Statements are prepared once per connection and reused.
+// The store's deadline (Options.Timeout) bounds the wait for the writer or
+// a read connection; a statement, once started, runs to its end (an
+// interrupt would roll back the writes sharing its transaction, and a
+// read takes microseconds).
 //
 // Durability: the database uses WAL with synchronous=FULL, so a COMMIT
 // returns only after the WAL is synced to disk, and a write is
@@ -34,7 +38,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,15 +49,12 @@ import (
 // Store is a store.Store backed by one SQLite database file. It is safe for
 // concurrent use.
 type Store struct {
-	// db is the pool of read-only connections; w owns the write
-	// connection.
+	// db opens the read connections, which readers hands out (see
+	// reader.go); w owns the write connection.
 	db      *sql.DB
+	readers chan *reader
 	w       *writer
 	timeout time.Duration
-	// stmts are db's prepared statements by query; database/sql prepares
-	// each on every pooled connection it runs on, once.
-	stmts   sync.Map // string -> *sql.Stmt
-	stmtsMu sync.Mutex
 	// full is set when a write failed with SQLITE_FULL and cleared by a
 	// Health probe write that works.
 	full atomic.Bool
@@ -243,6 +243,10 @@ func OpenWith(path string, opts *Options) (*Store, error) {
 	ckdb.SetMaxOpenConns(1)
 	ckdb.SetMaxIdleConns(1)
 	s.db = db
+	s.readers = make(chan *reader, o.MaxConns)
+	for range o.MaxConns {
+		s.readers <- &reader{}
+	}
 	s.w = newWriter(s, wdb, ckdb)
 	return s, nil
 }
@@ -316,49 +320,11 @@ func (s *Store) migrate(ctx context.Context, db *sql.DB) error {
 
 // SchemaVersion reports the number of migrations applied to the database.
 func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
-	ctx, cancel := s.call(ctx)
-	defer cancel()
 	var v int
 	if err := s.queryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&v); err != nil {
 		return 0, s.errorf("sqlite: %w", err)
 	}
 	return v, nil
-}
-
-// stmt returns the read pool's prepared statement for q.
-func (s *Store) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
-	if v, ok := s.stmts.Load(q); ok {
-		return v.(*sql.Stmt), nil
-	}
-	s.stmtsMu.Lock()
-	defer s.stmtsMu.Unlock()
-	if v, ok := s.stmts.Load(q); ok {
-		return v.(*sql.Stmt), nil
-	}
-	st, err := s.db.PrepareContext(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	s.stmts.Store(q, st)
-	return st, nil
-}
-
-// queryRow runs q on a read connection.
-func (s *Store) queryRow(ctx context.Context, q string, args ...any) rowScanner {
-	st, err := s.stmt(ctx, q)
-	if err != nil {
-		return errRow{err}
-	}
-	return st.QueryRowContext(ctx, args...)
-}
-
-// query runs q on a read connection.
-func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	st, err := s.stmt(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	return st.QueryContext(ctx, args...)
 }
 
 // write runs fn on the writer (see writer.write) under the call deadline.
@@ -474,8 +440,6 @@ const flowColumns = `id, principal, purpose, status, created_at, expires_at, com
 
 // GetFlow implements store.Store.
 func (s *Store) GetFlow(ctx context.Context, id string) (*store.Flow, error) {
-	ctx, cancel := s.call(ctx)
-	defer cancel()
 	f, err := scanFlow(s.queryRow(ctx, `SELECT `+flowColumns+` FROM flows WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
@@ -488,8 +452,6 @@ func (s *Store) GetFlow(ctx context.Context, id string) (*store.Flow, error) {
 
 // PendingFlow implements store.Store.
 func (s *Store) PendingFlow(ctx context.Context, principal, purpose string, now time.Time) (*store.Flow, error) {
-	ctx, cancel := s.call(ctx)
-	defer cancel()
 	f, err := scanFlow(s.queryRow(ctx, `SELECT `+flowColumns+` FROM flows
 		 WHERE principal = ? AND purpose = ? AND status = 'pending' AND expires_at > ?
 		 ORDER BY created_at DESC, id DESC LIMIT 1`, principal, purpose, now.UnixNano()))
@@ -581,8 +543,6 @@ func nonNil(b []byte) []byte {
 
 // GetSecret implements store.Store.
 func (s *Store) GetSecret(ctx context.Context, principal, name string) ([]byte, error) {
-	ctx, cancel := s.call(ctx)
-	defer cancel()
 	var b []byte
 	err := s.queryRow(ctx, `SELECT sealed FROM secrets WHERE principal = ? AND name = ?`, principal, name).Scan(&b)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -620,8 +580,6 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session) error {
 
 // GetSession implements store.Store; expired sessions are returned too.
 func (s *Store) GetSession(ctx context.Context, id string) (*store.Session, error) {
-	ctx, cancel := s.call(ctx)
-	defer cancel()
 	sess := store.Session{ID: id}
 	var created, expires int64
 	err := s.queryRow(ctx,
@@ -652,6 +610,6 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 // database.
 func (s *Store) Close() error {
 	s.w.close()
-	s.stmts.Range(func(_, v any) bool { v.(*sql.Stmt).Close(); return true })
+	s.closeReaders()
 	return errors.Join(s.db.Close(), s.w.db.Close(), s.w.ckdb.Close())
 }
