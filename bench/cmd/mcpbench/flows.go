@@ -306,8 +306,8 @@ func busyCheck(ctx context.Context, o *options, s *server, c int) (*report.BusyC
 	if err := <-done; err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(os.Stderr, "busy     %-16s c=%d: %d dumps, %d request goroutines: %d in SQLite's busy handler, %d waiting for the writer, %d in pgxpool Acquire\n",
-		s.name, c, b.Samples, b.Requests, b.BusyHandler, b.Writer, b.Acquire)
+	fmt.Fprintf(os.Stderr, "busy     %-16s c=%d: %d dumps, %d request goroutines: %d in SQLite's busy handler, %d waiting for the writer, %d in pgxpool Acquire, %d in a PostgreSQL round trip\n",
+		s.name, c, b.Samples, b.Requests, b.BusyHandler, b.Writer, b.Acquire, b.Postgres)
 	return b, nil
 }
 
@@ -346,6 +346,8 @@ func countGoroutines(dump []byte, b *report.BusyCheck) {
 			b.Writer++
 		case bytes.Contains(g, []byte("pgxpool.(*Pool).Acquire")):
 			b.Acquire++
+		case bytes.Contains(g, []byte("jackc/pgx/v5/pgconn.")):
+			b.Postgres++
 		}
 	}
 }

@@ -7,10 +7,11 @@ import (
 	"github.com/mcp-elicit/elicit/bench/internal/report"
 )
 
-// A dump as /debug/pprof/goroutine?debug=2 writes it: four goroutines in
+// A dump as /debug/pprof/goroutine?debug=2 writes it: five goroutines in
 // the connection loop (one idle between requests, one asleep in SQLite's
 // busy handler, one queued for the writer, one waiting for a pooled
-// PostgreSQL connection) and one that serves no request.
+// PostgreSQL connection, one in a PostgreSQL round trip) and one that
+// serves no request.
 const dump = `goroutine 1 [IO wait]:
 internal/poll.runtime_pollWait(0x7f, 0x72)
 net/http.(*conn).readRequest(0xc000, {0x1, 0x2})
@@ -31,6 +32,11 @@ goroutine 9 [select]:
 github.com/jackc/pgx/v5/pgxpool.(*Pool).Acquire(0xc0, {0x1, 0x2})
 net/http.(*conn).serve(0xc000, {0x1, 0x2})
 
+goroutine 11 [IO wait]:
+internal/poll.runtime_pollWait(0x7f, 0x72)
+github.com/jackc/pgx/v5/pgconn.(*PgConn).receiveMessage(0xc0)
+net/http.(*conn).serve(0xc000, {0x1, 0x2})
+
 goroutine 10 [chan receive]:
 github.com/mcp-elicit/elicit/store/sqlite.(*writer).loop(0xc0)
 `
@@ -39,7 +45,7 @@ func TestCountGoroutines(t *testing.T) {
 	var b report.BusyCheck
 	countGoroutines([]byte(dump), &b)
 	countGoroutines([]byte(dump), &b)
-	want := report.BusyCheck{Samples: 2, Requests: 6, BusyHandler: 2, Writer: 2, Acquire: 2}
+	want := report.BusyCheck{Samples: 2, Requests: 8, BusyHandler: 2, Writer: 2, Acquire: 2, Postgres: 2}
 	if b != want {
 		t.Fatalf("counted %+v, want %+v", b, want)
 	}

@@ -47,6 +47,7 @@ func ChartScenarios(r *Results) []string {
 // against connections (log scale) for the servers that ran it.
 func WriteChart(path string, scenarios []string, s *Summary) error {
 	var panels []*plot.Plot
+	var panelScenarios []string
 	for _, sc := range scenarios {
 		p := plot.New()
 		p.Title.Text = map[string]string{"call": "tools/call", "mrtr": "MRTR flow (legs)", "discover": "server/discover",
@@ -116,21 +117,47 @@ func WriteChart(path string, scenarios []string, s *Summary) error {
 		}
 		p.Y.Max = maxY * 1.25
 		panels = append(panels, p)
+		panelScenarios = append(panelScenarios, sc)
 	}
 	if len(panels) == 0 {
 		return fmt.Errorf("report: nothing to chart")
 	}
+	// The core scenarios in the first row, the real flows in the second.
+	var rows [][]*plot.Plot
+	var core, flows []*plot.Plot
+	for i, p := range panels {
+		if isCore(panelScenarios[i]) {
+			core = append(core, p)
+		} else {
+			flows = append(flows, p)
+		}
+	}
+	for _, r := range [][]*plot.Plot{core, flows} {
+		if len(r) > 0 {
+			rows = append(rows, r)
+		}
+	}
 	const panelW, panelH = 4 * vg.Inch, 3.2 * vg.Inch
-	img := vgimg.NewWith(vgimg.UseWH(panelW*vg.Length(len(panels)), panelH), vgimg.UseDPI(110))
+	cols := 0
+	for _, r := range rows {
+		cols = max(cols, len(r))
+	}
+	w, h := panelW*vg.Length(cols), panelH*vg.Length(len(rows))
+	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(110))
 	dc := draw.New(img)
 	// White background.
 	dc.SetColor(color.White)
 	dc.Fill(dc.Rectangle.Path())
-	tiles := draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 2,
-		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4}
-	canvases := plot.Align([][]*plot.Plot{panels}, tiles, dc)
-	for i, p := range panels {
-		p.Draw(canvases[0][i])
+	for i, r := range rows {
+		// Row i from the top, as wide as its panels.
+		c := dc
+		c.Rectangle = vg.Rectangle{Min: vg.Point{X: 0, Y: h - panelH*vg.Length(i+1)}, Max: vg.Point{X: panelW * vg.Length(len(r)), Y: h - panelH*vg.Length(i)}}
+		tiles := draw.Tiles{Rows: 1, Cols: len(r), PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 2,
+			PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4}
+		canvases := plot.Align([][]*plot.Plot{r}, tiles, c)
+		for j, p := range r {
+			p.Draw(canvases[0][j])
+		}
 	}
 	f, err := os.Create(path)
 	if err != nil {

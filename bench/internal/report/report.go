@@ -158,8 +158,10 @@ type BusyCheck struct {
 	BusyHandler int `json:"busyHandler"`
 	// Writer sums those waiting for store/sqlite's writer.
 	Writer int `json:"writer"`
-	// Acquire sums those waiting in pgxpool's Acquire.
-	Acquire int `json:"acquire"`
+	// Acquire sums those waiting in pgxpool's Acquire, Postgres those in
+	// a PostgreSQL round trip (pgconn).
+	Acquire  int `json:"acquire"`
+	Postgres int `json:"postgres"`
 	// File is the first dump, kept in the artifacts directory.
 	File string `json:"file,omitempty"`
 }
