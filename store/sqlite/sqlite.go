@@ -38,6 +38,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -55,6 +56,9 @@ type Store struct {
 	readers chan *reader
 	w       *writer
 	timeout time.Duration
+	// closeOnce makes Close idempotent; closeErr is its result.
+	closeOnce sync.Once
+	closeErr  error
 	// full is set when a write failed with SQLITE_FULL and cleared by a
 	// Health probe write that works.
 	full atomic.Bool
@@ -606,10 +610,14 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	})
 }
 
-// Close stops the writer (writes still queued fail) and closes the
-// database.
+// Close stops the writer (writes still queued fail), waits for the reads
+// in progress and closes the database. Later calls return the first's
+// result.
 func (s *Store) Close() error {
-	s.w.close()
-	s.closeReaders()
-	return errors.Join(s.db.Close(), s.w.db.Close(), s.w.ckdb.Close())
+	s.closeOnce.Do(func() {
+		s.w.close()
+		s.closeReaders()
+		s.closeErr = errors.Join(s.db.Close(), s.w.db.Close(), s.w.ckdb.Close())
+	})
+	return s.closeErr
 }

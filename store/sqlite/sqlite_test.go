@@ -478,3 +478,21 @@ func fileSize(t *testing.T, path string) int64 {
 	}
 	return fi.Size()
 }
+
+// Close may be called again (elicitd's shutdown and a test's cleanup
+// both do); it returns at once.
+func TestCloseTwice(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "elicit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetSecret(context.Background(), "alice", "x"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
