@@ -378,8 +378,8 @@ func writeFlows(p func(string, ...any), r *Results, s *Summary) {
 	for _, store := range st.Stores {
 		ex := FlowScenario("export", store)
 		p("### %s\n\n", storeTitle[store])
-		p("| C | bare store inserts/s | export flows/s | flows ÷ inserts | first leg p50 / p99 | accept leg p50 / p99 | elicitd CPU / flow | bare store CPU / insert | errors | load |\n")
-		p("|---:|---:|---:|---:|---|---|---:|---:|---:|---:|\n")
+		p("| C | bare store inserts/s | export flows/s | flows ÷ inserts | bare insert p50 / p99 | first leg p50 / p99 | accept leg p50 / p99 | elicitd CPU / flow | bare store CPU / insert | errors | load |\n")
+		p("|---:|---:|---:|---:|---|---|---|---:|---:|---:|---:|\n")
 		for _, k := range s.Keys {
 			if k.Scenario != ex {
 				continue
@@ -393,12 +393,13 @@ func writeFlows(p func(string, ...any), r *Results, s *Summary) {
 				first = fmt.Sprintf("%s / %s", fmtDur(e.Legs[0].P50), fmtDur(e.Legs[0].P99))
 				accept = fmt.Sprintf("%s / %s", fmtDur(e.Legs[1].P50), fmtDur(e.Legs[1].P99))
 			}
-			bRate, bCPU, errs, load := "–", "–", e.Errors, e.Load
+			bRate, bLat, bCPU, errs, load := "–", "–", "–", e.Errors, e.Load
 			if b != nil {
 				bRate, bCPU, errs, load = fmtRPS(b.RPS), fmtDur(b.ServerCPU), errs+b.Errors, max(load, b.Load)
+				bLat = fmt.Sprintf("%s / %s", fmtDur(b.P50), fmtDur(b.P99))
 			}
-			p("| %d | %s | %s | %s | %s | %s | %s | %s | %d | %.1f |\n", k.Conns, bRate, fmtRPS(e.FlowsPerSec), fmtRatio(s.Ratio(k, RatioFlowStore(store))),
-				first, accept, fmtDur(e.ServerCPUPerFlow), bCPU, errs, load)
+			p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %d | %.1f |\n", k.Conns, bRate, fmtRPS(e.FlowsPerSec), fmtRatio(s.Ratio(k, RatioFlowStore(store))),
+				bLat, first, accept, fmtDur(e.ServerCPUPerFlow), bCPU, errs, load)
 		}
 		p("\n| flow | C | requests/s | p50 / p99 / p99.9 | elicitd CPU / request | allocs / request | errors | load |\n|---|---:|---:|---|---:|---:|---:|---:|\n")
 		for _, f := range []string{"connect", "status"} {
