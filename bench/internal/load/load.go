@@ -281,13 +281,9 @@ func (w *worker) loop() {
 		}
 		switch w.cfg.Scenario {
 		case wire.ScenarioCall:
-			if b, ok := w.do(w.body); ok && w.expect(b, wire.MarkComplete, wire.MarkEcho) {
-				w.ok++
-			}
+			w.one(wire.MarkComplete, wire.MarkEcho)
 		case wire.ScenarioDiscover:
-			if b, ok := w.do(w.body); ok && w.expect(b, wire.MarkComplete, wire.MarkDiscover) {
-				w.ok++
-			}
+			w.one(wire.MarkComplete, wire.MarkDiscover)
 		case wire.ScenarioMRTR:
 			w.flow(wire.MarkFormDone)
 		case wire.ScenarioExport:
@@ -297,18 +293,20 @@ func (w *worker) loop() {
 				w.n++
 				w.hdr["Authorization"][0] = fmt.Sprintf("Bearer %s-%d", w.user, w.n)
 			}
-			if b, ok := w.do(w.body); ok && w.expect(b, wire.MarkInputRequired, wire.MarkURLMode) {
-				w.ok++
-			}
+			w.one(wire.MarkInputRequired, wire.MarkURLMode)
 		case wire.ScenarioStatus:
-			if b, ok := w.do(w.body); ok && w.expect(b, wire.MarkComplete, wire.MarkStatus) {
-				w.ok++
-			}
+			w.one(wire.MarkComplete, wire.MarkStatus)
 		case wire.ScenarioInsert:
-			if b, ok := w.do(w.body); ok && w.expect(b, wire.MarkInserted) {
-				w.ok++
-			}
+			w.one(wire.MarkInserted)
 		}
+	}
+}
+
+// one sends the scenario's single request and counts it if its answer
+// holds marks.
+func (w *worker) one(marks ...[]byte) {
+	if b, ok := w.do(w.body); ok && w.expect(b, marks...) {
+		w.ok++
 	}
 }
 
