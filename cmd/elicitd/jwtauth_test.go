@@ -20,6 +20,11 @@ func newJWTEnv(t *testing.T) (*env, *fakeidp.Server) {
 	t.Helper()
 	idp := fakeidp.Start(t)
 	e := newEnvWith(t, func(c *config) {
+		// The issuer stamps tokens with the real clock, so elicitd reads
+		// the real clock too: a clock frozen at the start of the test put
+		// a slow (loaded) test's tokens more than the leeway "in the
+		// future" (iat) and refused them.
+		c.now = time.Now
 		c.auth = authConfig{mode: "jwt", issuer: idp.URL, clientID: "elicitd-pages", clientSecret: pagesSecret}
 		if err := c.auth.check(c.publicURL); err != nil {
 			t.Fatal(err)
