@@ -223,31 +223,37 @@ func (s *Step) Handle(ctx context.Context, req *mcpserver.Request) (mcpserver.Re
 		return nil, err
 	}
 	t := s.texts(req.Name)
-	if req.Principal == "" {
+	switch {
+	case req.Principal == "":
 		return mcpserver.ToolError(t.SignIn), nil
+	case req.State == nil:
+		return s.first(ctx, req, t)
 	}
-	if req.State == nil {
-		// A first call, or a stale state served as one (Restart).
-		connected, err := s.connected(ctx, req.Principal)
-		switch {
-		case err != nil:
-			return nil, err
-		case connected && req.Restart != "":
-			// The state ran out, but the page was finished: say what is true.
-			return s.connectedResult(ctx, req.Principal, t)
-		case connected:
-			return mcpserver.Text(t.AlreadyConnected), nil
-		}
-		ask := t.Ask
-		if req.Restart != "" {
-			ask = t.Expired + ask
-		}
-		return s.start(ctx, req, ask)
-	}
+	return s.retry(ctx, req, t)
+}
 
+// first answers a first call, or a stale state served as one (Restart).
+func (s *Step) first(ctx context.Context, req *mcpserver.Request, t StepTexts) (mcpserver.Reply, error) {
+	connected, err := s.connected(ctx, req.Principal)
+	switch {
+	case err != nil:
+		return nil, err
+	case connected && req.Restart != "":
+		// The state ran out, but the page was finished: say what is true.
+		return s.connectedResult(ctx, req.Principal, t)
+	case connected:
+		return mcpserver.Text(t.AlreadyConnected), nil
+	}
+	ask := t.Ask
+	if req.Restart != "" {
+		ask = t.Expired + ask
+	}
+	return s.start(ctx, req, ask)
+}
+
+// retry answers a retry that carries the flow's id as its state.
+func (s *Step) retry(ctx context.Context, req *mcpserver.Request, t StepTexts) (mcpserver.Reply, error) {
 	flowID := string(req.State)
-	key := s.inputKey()
-	ans := req.Elicitation(key)
 	// Decline and cancel are final: a recorded outcome answers every
 	// replay, whatever it says now.
 	if outcome, err := s.Flows.ClosedOutcome(ctx, flowID); err != nil {
@@ -265,50 +271,60 @@ func (s *Step) Handle(ctx context.Context, req *mcpserver.Request) (mcpserver.Re
 		// The sealed state is bound to the principal, so this means a bug.
 		return nil, fmt.Errorf("connect: Step: flow %s belongs to another principal", flowID)
 	}
-	complete := flow.Status == store.FlowComplete
-	switch ans.Outcome {
-	case elicit.Declined, elicit.Cancelled:
-		if complete {
-			return s.keptResult(ans.Outcome, t), nil
-		}
-		outcome := FlowDeclined
-		if ans.Outcome == elicit.Cancelled {
-			outcome = FlowCancelled
-		}
-		outcome, err := s.Flows.CloseFlow(ctx, flow, outcome)
-		if errors.Is(err, store.ErrConflict) {
-			return s.keptResult(ans.Outcome, t), nil // the page won the race
-		}
-		if err != nil {
-			return nil, err
-		}
-		return s.closedResult(req, outcome, t), nil
-	}
-	if complete {
+	ans := req.Elicitation(s.inputKey())
+	switch {
+	case ans.Outcome == elicit.Declined || ans.Outcome == elicit.Cancelled:
+		return s.decline(ctx, req, flow, ans.Outcome, t)
+	case flow.Status == store.FlowComplete:
 		return s.connectedResult(ctx, req.Principal, t)
-	}
-	if !s.Flows.Pending(flow) {
+	case !s.Flows.Pending(flow):
 		return s.start(ctx, req, t.Expired+t.Ask)
+	case ans.Outcome == elicit.Accepted && s.Wait >= 0:
+		return s.held(ctx, req, flow, t)
 	}
-	if ans.Outcome == elicit.Accepted && s.Wait >= 0 {
-		flow, err = s.wait(ctx, req, flow)
-		if err != nil {
-			return nil, err
-		}
-		if ctx.Err() != nil {
-			return s.ask(flow, t.Pending), nil // the client went away: nobody reads this
-		}
-		if outcome, err := s.Flows.ClosedOutcome(ctx, flow.ID); err != nil {
-			return nil, err
-		} else if outcome != "" {
-			return s.closedResult(req, outcome, t), nil // a concurrent retry declined
-		}
-		switch {
-		case flow.Status == store.FlowComplete:
-			return s.connectedResult(ctx, req.Principal, t)
-		case !s.Flows.Pending(flow):
-			return s.start(ctx, req, t.Expired+t.Ask)
-		}
+	return s.ask(flow, t.Pending), nil
+}
+
+// decline records a decline or cancel of an open flow; a flow the page
+// finished first keeps its connection.
+func (s *Step) decline(ctx context.Context, req *mcpserver.Request, flow *store.Flow, answer elicit.Outcome, t StepTexts) (mcpserver.Reply, error) {
+	if flow.Status == store.FlowComplete {
+		return s.keptResult(answer, t), nil
+	}
+	outcome := FlowDeclined
+	if answer == elicit.Cancelled {
+		outcome = FlowCancelled
+	}
+	outcome, err := s.Flows.CloseFlow(ctx, flow, outcome)
+	if errors.Is(err, store.ErrConflict) {
+		return s.keptResult(answer, t), nil // the page won the race
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.closedResult(req, outcome, t), nil
+}
+
+// held answers an accept after holding it until the flow is finished,
+// closed or expired, or s.Wait has passed.
+func (s *Step) held(ctx context.Context, req *mcpserver.Request, flow *store.Flow, t StepTexts) (mcpserver.Reply, error) {
+	flow, err := s.wait(ctx, req, flow)
+	if err != nil {
+		return nil, err
+	}
+	if ctx.Err() != nil {
+		return s.ask(flow, t.Pending), nil // the client went away: nobody reads this
+	}
+	if outcome, err := s.Flows.ClosedOutcome(ctx, flow.ID); err != nil {
+		return nil, err
+	} else if outcome != "" {
+		return s.closedResult(req, outcome, t), nil // a concurrent retry declined
+	}
+	switch {
+	case flow.Status == store.FlowComplete:
+		return s.connectedResult(ctx, req.Principal, t)
+	case !s.Flows.Pending(flow):
+		return s.start(ctx, req, t.Expired+t.Ask)
 	}
 	return s.ask(flow, t.Pending), nil
 }
