@@ -331,6 +331,31 @@ func (cfg *config) check() error {
 	if err != nil {
 		return fmt.Errorf("--addr: %w", err)
 	}
+	if err := cfg.checkDemoAuth(host); err != nil {
+		return err
+	}
+	if cfg.storeURL != "" && !isPostgresURL(cfg.storeURL) {
+		return fmt.Errorf("--store must be a postgres:// or postgresql:// URL (or empty for SQLite in --data)")
+	}
+	if err := cfg.checkMetrics(); err != nil {
+		return err
+	}
+	if cfg.auditLog == "" {
+		return fmt.Errorf("--audit-log: want -, off or a file path")
+	}
+	if _, err := parseStateKeys(cfg.stateKeys); err != nil {
+		return err
+	}
+	if err := cfg.checkPublicURL(host); err != nil {
+		return err
+	}
+	return cfg.auth.check(cfg.publicURL)
+}
+
+// checkDemoAuth: demo auth (anyone can claim any user) listens beyond
+// loopback (host is --addr's) only with --insecure-demo-auth, and --auth
+// jwt is not given that flag.
+func (cfg *config) checkDemoAuth(host string) error {
 	if cfg.auth.mode != "jwt" && !isLoopback(host) && !cfg.insecureDemoAuth {
 		return fmt.Errorf("--addr %s is not a loopback address: demo auth lets anyone claim any user; pass --insecure-demo-auth to accept that", cfg.addr)
 	}
@@ -339,23 +364,27 @@ func (cfg *config) check() error {
 		// expects something --auth jwt does not do.
 		return errors.New("--auth jwt does not use --insecure-demo-auth (tokens are checked, no demo sign-in): remove it")
 	}
-	if cfg.storeURL != "" && !isPostgresURL(cfg.storeURL) {
-		return fmt.Errorf("--store must be a postgres:// or postgresql:// URL (or empty for SQLite in --data)")
+	return nil
+}
+
+// checkMetrics: --metrics-addr is off, empty (served on --addr) or a
+// listener of its own.
+func (cfg *config) checkMetrics() error {
+	if cfg.metricsAddr == "" || cfg.metricsAddr == "off" {
+		return nil
 	}
-	if cfg.metricsAddr != "" && cfg.metricsAddr != "off" {
-		if _, _, err := net.SplitHostPort(cfg.metricsAddr); err != nil {
-			return fmt.Errorf("--metrics-addr: %w", err)
-		}
-		if sameListener(cfg.addr, cfg.metricsAddr) {
-			return fmt.Errorf("--metrics-addr %s is --addr's listener: give it another port, or leave it empty to serve /metrics on --addr", cfg.metricsAddr)
-		}
+	if _, _, err := net.SplitHostPort(cfg.metricsAddr); err != nil {
+		return fmt.Errorf("--metrics-addr: %w", err)
 	}
-	if cfg.auditLog == "" {
-		return fmt.Errorf("--audit-log: want -, off or a file path")
+	if sameListener(cfg.addr, cfg.metricsAddr) {
+		return fmt.Errorf("--metrics-addr %s is --addr's listener: give it another port, or leave it empty to serve /metrics on --addr", cfg.metricsAddr)
 	}
-	if _, err := parseStateKeys(cfg.stateKeys); err != nil {
-		return err
-	}
+	return nil
+}
+
+// checkPublicURL fills --public-url from --addr when empty and checks it
+// is an origin; host is --addr's host.
+func (cfg *config) checkPublicURL(host string) error {
 	fromListener := false
 	if cfg.publicURL == "" {
 		cfg.publicURL = "http://" + cfg.addr
@@ -370,8 +399,7 @@ func (cfg *config) check() error {
 		}
 	}
 	u, err := url.Parse(cfg.publicURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") ||
-		u.User != nil || u.RawQuery != "" || u.Fragment != "" || !validOriginHost(u) {
+	if err != nil || !isOrigin(u) {
 		return fmt.Errorf("--public-url must be an http(s) origin with an ASCII host (punycode for IDNs) and a valid port, such as https://mcp.example.com")
 	}
 	// Browsers reach the pages at this origin, and demo sign-in takes any
@@ -381,7 +409,14 @@ func (cfg *config) check() error {
 	}
 	cfg.publicURL = canonicalOrigin(u)
 	cfg.publicURLFromListener = fromListener
-	return cfg.auth.check(cfg.publicURL)
+	return nil
+}
+
+// isOrigin reports whether u is an http(s) origin: scheme and host, at
+// most a "/" path, nothing else.
+func isOrigin(u *url.URL) bool {
+	return (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && (u.Path == "" || u.Path == "/") &&
+		u.User == nil && u.RawQuery == "" && u.Fragment == "" && validOriginHost(u)
 }
 
 // demoAuthExposed reports whether demo auth (anyone can claim any user)
