@@ -352,47 +352,27 @@ func openExisting(cfg *config) ([]byte, store.Store, error) {
 	return master, st, err
 }
 
+// keysCommand is a parsed elicitd keys command line.
+type keysCommand struct {
+	verb          string        // list, rotate or retire
+	id            string        // retire's key id
+	force         bool          // retire --force
+	activateAfter time.Duration // rotate --activate-after
+	rest          []string      // the settings' flags
+}
+
 // runKeys is elicitd keys list|rotate|retire ID.
 func runKeys(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		_, _ = io.WriteString(stderr, keysUsage)
-		return usageError{errors.New("keys: want list, rotate or retire ID")}
+	kc, err := parseKeysArgs(args, stdout, stderr)
+	if kc == nil || err != nil {
+		return err
 	}
-	verb, rest := args[0], args[1:]
-	id, force := "", false
-	switch verb {
-	case "-h", "-help", "--help", "help":
-		_, _ = io.WriteString(stdout, keysUsage) // asked for: stdout, so | less works
-		return nil
-	case "retire":
-		rest, force = takeBoolFlag(rest, "force")
-		var err error
-		if id, rest, err = takeKeyID(rest); err != nil {
-			return err
-		}
-	case "list", "rotate":
-	default:
-		_, _ = io.WriteString(stderr, keysUsage)
-		return usageError{fmt.Errorf("keys: unknown command %q; want list, rotate or retire ID", verb)}
-	}
-	activateAfter := defaultActivateAfter
-	if verb == "rotate" {
-		v, r, ok, err := takeFlag(rest, "activate-after")
-		if err != nil {
-			return err
-		}
-		if rest = r; ok {
-			if activateAfter, err = time.ParseDuration(v); err != nil || activateAfter < 0 {
-				return usageError{fmt.Errorf("--activate-after: want a duration such as 2m, not %q", v)}
-			}
-		}
-	}
-	cfg, err := loadConfigFor("elicitd keys", rest, os.Getenv, stdout)
+	cfg, err := loadConfigFor("elicitd keys", kc.rest, os.Getenv, stdout)
 	if err != nil {
 		return err
 	}
-	if verb == "rotate" && activateAfter <= cfg.keysRefresh {
-		return fmt.Errorf("--activate-after %v must be longer than --state-keys-refresh %v (every instance's): instances would seal with a key others have not read yet", activateAfter, cfg.keysRefresh)
+	if kc.verb == "rotate" && kc.activateAfter <= cfg.keysRefresh {
+		return fmt.Errorf("--activate-after %v must be longer than --state-keys-refresh %v (every instance's): instances would seal with a key others have not read yet", kc.activateAfter, cfg.keysRefresh)
 	}
 	master, st, err := openExisting(cfg)
 	if err != nil {
@@ -411,11 +391,52 @@ func runKeys(args []string, stdout, stderr io.Writer) error {
 	if k.override != nil {
 		fmt.Fprintf(stderr, "elicitd: note: %s is set here; instances that have it set use it, not the store's ring\n", stateKeysEnv)
 	}
-	switch verb {
+	return kc.run(ctx, k, stdout, stderr)
+}
+
+// parseKeysArgs reads the verb and its flags; a nil command with a nil
+// error means help was printed.
+func parseKeysArgs(args []string, stdout, stderr io.Writer) (*keysCommand, error) {
+	if len(args) == 0 {
+		_, _ = io.WriteString(stderr, keysUsage)
+		return nil, usageError{errors.New("keys: want list, rotate or retire ID")}
+	}
+	kc := &keysCommand{verb: args[0], rest: args[1:], activateAfter: defaultActivateAfter}
+	var err error
+	switch kc.verb {
+	case "-h", "-help", "--help", "help":
+		_, _ = io.WriteString(stdout, keysUsage) // asked for: stdout, so | less works
+		return nil, nil
+	case "retire":
+		kc.rest, kc.force = takeBoolFlag(kc.rest, "force")
+		if kc.id, kc.rest, err = takeKeyID(kc.rest); err != nil {
+			return nil, err
+		}
+	case "rotate":
+		v, r, ok, err := takeFlag(kc.rest, "activate-after")
+		if err != nil {
+			return nil, err
+		}
+		if kc.rest = r; ok {
+			if kc.activateAfter, err = time.ParseDuration(v); err != nil || kc.activateAfter < 0 {
+				return nil, usageError{fmt.Errorf("--activate-after: want a duration such as 2m, not %q", v)}
+			}
+		}
+	case "list":
+	default:
+		_, _ = io.WriteString(stderr, keysUsage)
+		return nil, usageError{fmt.Errorf("keys: unknown command %q; want list, rotate or retire ID", kc.verb)}
+	}
+	return kc, nil
+}
+
+// run performs the command on the checked ring.
+func (kc *keysCommand) run(ctx context.Context, k *stateKeys, stdout, stderr io.Writer) error {
+	switch kc.verb {
 	case "list":
 		return k.list(ctx, stdout)
 	case "rotate":
-		nk, pending, err := k.rotate(ctx, activateAfter)
+		nk, pending, err := k.rotate(ctx, kc.activateAfter)
 		if err != nil {
 			return err
 		}
@@ -423,10 +444,10 @@ func runKeys(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "elicitd: warning: %s\n", pendingNote(p, nk))
 		}
 		fmt.Fprintf(stdout, "added %s; it seals from %s (--activate-after %v: every instance's --state-keys-refresh must be shorter)\n",
-			nk.ID, nk.Activation().UTC().Format(time.RFC3339), activateAfter)
+			nk.ID, nk.Activation().UTC().Format(time.RFC3339), kc.activateAfter)
 		return nil
 	}
-	note, err := k.retire(ctx, id, force)
+	note, err := k.retire(ctx, kc.id, kc.force)
 	if err != nil {
 		return err
 	}
