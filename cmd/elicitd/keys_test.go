@@ -56,6 +56,27 @@ func (e *keysEnv) ids(t *testing.T) string {
 	return strings.Join(ids, ",")
 }
 
+// wantIDs fails unless the ring's key ids, sealing key first, are want.
+func (e *keysEnv) wantIDs(t *testing.T, want, when string) {
+	t.Helper()
+	if got := e.ids(t); got != want {
+		t.Fatalf("%s: ring = %s, want %s", when, got, want)
+	}
+}
+
+// wantRetire retires id and fails unless the error holds refusal (""
+// means success is wanted).
+func (e *keysEnv) wantRetire(t *testing.T, id, refusal, when string) {
+	t.Helper()
+	_, err := e.keys.retire(t.Context(), id, false)
+	switch {
+	case refusal == "" && err != nil:
+		t.Fatalf("%s: retire %s: %v", when, id, err)
+	case refusal != "" && (err == nil || !strings.Contains(err.Error(), refusal)):
+		t.Fatalf("%s: retire %s: %v, want %q", when, id, err, refusal)
+	}
+}
+
 // The ring's life: the derived k1 alone; a rotation stores k1 and adds a
 // key that only opens until its stored activation time, then seals; k1
 // can then be retired, the sealing or a pending key never.
@@ -63,9 +84,7 @@ func TestStateKeyRingLifecycle(t *testing.T) {
 	master := bytes.Repeat([]byte{7}, 32)
 	e := newKeysEnv(t, master)
 	ctx := t.Context()
-	if got := e.ids(t); got != "k1" {
-		t.Fatalf("fresh ring = %s", got)
-	}
+	e.wantIDs(t, "k1", "fresh")
 	derived, _ := e.keys.load(ctx)
 	sealer, err := reqstate.New(derived, nil)
 	if err != nil {
@@ -79,19 +98,11 @@ func TestStateKeyRingLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	newID := added.ID
-	if got := e.ids(t); got != "k1,"+newID {
-		t.Fatalf("just after rotate = %s; want k1 still sealing", got)
-	}
-	if _, err := e.keys.retire(ctx, "k1", false); err == nil || !strings.Contains(err.Error(), "seals") {
-		t.Fatalf("retiring the sealing k1: %v", err)
-	}
-	if _, err := e.keys.retire(ctx, newID, false); err == nil || !strings.Contains(err.Error(), "still to activate") {
-		t.Fatalf("retiring the pending %s: %v", newID, err)
-	}
+	e.wantIDs(t, "k1,"+newID, "just after rotate (k1 still seals)")
+	e.wantRetire(t, "k1", "seals", "k1 seals")
+	e.wantRetire(t, newID, "still to activate", "the new key is pending")
 	e.clock.Add(int64(time.Minute))
-	if got := e.ids(t); got != newID+",k1" {
-		t.Fatalf("a minute later = %s; want %s sealing", got, newID)
-	}
+	e.wantIDs(t, newID+",k1", "a minute later")
 	// The stored k1 is the derived key: states sealed before still open.
 	if err := e.keys.refresh(ctx, sealer); err != nil {
 		t.Fatal(err)
@@ -99,38 +110,35 @@ func TestStateKeyRingLifecycle(t *testing.T) {
 	if _, err := sealer.Open(oldState, b); err != nil {
 		t.Fatalf("state sealed by the derived key after rotation: %v", err)
 	}
-	if _, err := e.keys.retire(ctx, newID, false); err == nil {
-		t.Fatal("retired the sealing key")
-	}
-	if _, err := e.keys.retire(ctx, "nope", false); err == nil || !strings.Contains(err.Error(), "no key") {
-		t.Fatalf("retiring an unknown key: %v", err)
-	}
+	e.wantRetire(t, newID, "seals", "the new key seals")
+	e.wantRetire(t, "nope", "no key", "an unknown key")
 	// k1 sealed until a minute ago: its states stay valid for the TTL.
-	if _, err := e.keys.retire(ctx, "k1", false); err == nil || !strings.Contains(err.Error(), "--force") {
-		t.Fatalf("retiring k1 right after it stopped sealing: %v", err)
-	}
+	e.wantRetire(t, "k1", "--force", "right after k1 stopped sealing")
 	e.clock.Add(int64(reqstate.DefaultTTL) - 1)
-	if _, err := e.keys.retire(ctx, "k1", false); err == nil {
-		t.Fatal("retired k1 1ns before its last states expire")
-	}
+	e.wantRetire(t, "k1", "--force", "1ns before k1's last states expire")
 	e.clock.Add(1)
-	if _, err := e.keys.retire(ctx, "k1", false); err != nil {
-		t.Fatal(err)
-	}
+	e.wantRetire(t, "k1", "", "k1's last states expired")
 	if err := e.keys.refresh(ctx, sealer); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := sealer.Open(oldState, b); err == nil {
 		t.Fatal("a state sealed by the retired k1 still opens")
 	}
+	e.checkList(t, newID)
+}
+
+// checkList: the listing names sealingID as sealing, not the retired k1,
+// and no key material (no stored byte string, no secret).
+func (e *keysEnv) checkList(t *testing.T, sealingID string) {
+	t.Helper()
+	ctx := t.Context()
 	var list bytes.Buffer
 	if err := e.keys.list(ctx, &list); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(list.String(), newID) || !strings.Contains(list.String(), "seals") || strings.Contains(list.String(), "k1") {
+	if !strings.Contains(list.String(), sealingID) || !strings.Contains(list.String(), "seals") || strings.Contains(list.String(), "k1") {
 		t.Fatalf("list:\n%s", list.String())
 	}
-	// Nothing secret in the listing: no stored byte string, no secret.
 	ring, _ := e.keys.load(ctx)
 	stored, _ := e.keys.ring.StateKeys(ctx)
 	for _, s := range []string{base64.StdEncoding.EncodeToString(ring[0].Secret), base64.StdEncoding.EncodeToString(stored[0].Sealed), string(ring[0].Secret)} {
@@ -248,47 +256,49 @@ func startInstance(t *testing.T, args ...string) error {
 // once a newer key seals.
 func TestKeysCommand(t *testing.T) {
 	data := newDataDir(t)
-	run := func(args ...string) (string, error) {
+	keys := func(refusal, wantOut string, args ...string) string {
 		t.Helper()
-		return runKeysIn(t, args, "--data", data)
+		return wantKeysCommand(t, append(args, "--data", data), refusal, wantOut)
 	}
-	if out, err := run("list"); err != nil || !strings.Contains(out, "k1") || !strings.Contains(out, "derived from the master key") {
-		t.Fatalf("list on a fresh store: %v\n%s", err, out)
-	}
-	out, err := run("rotate")
-	if err != nil || !strings.HasPrefix(out, "added k") || !strings.Contains(out, "--activate-after 2m0s") {
-		t.Fatalf("rotate: %v\n%s", err, out)
-	}
-	pendingID := strings.TrimSuffix(strings.Fields(strings.TrimPrefix(out, "added "))[0], ";")
-	if out, err := run("list"); err != nil || !strings.Contains(out, "pending") || !regexp.MustCompile(`k1 .* seals\n`).MatchString(out) {
-		t.Fatalf("list after rotate: %v\n%s", err, out)
+	keys("", `k1 .*derived from the master key`, "list")
+	out := keys("", `^added k.*--activate-after 2m0s`, "rotate")
+	pendingID := addedID(out)
+	if out := keys("", `k1 .* seals\n`, "list"); !strings.Contains(out, "pending") {
+		t.Fatalf("list after rotate shows no pending key:\n%s", out)
 	}
 	// The process's own refresh no longer decides which key seals.
-	if out, err := run("retire", "k1", "--state-keys-refresh", "1ns"); err == nil || !strings.Contains(err.Error(), "seals requestState now") {
-		t.Fatalf("retired the sealing k1 with a 1ns refresh: %v\n%s", err, out)
-	}
-	if out, err := run("retire", pendingID); err == nil || !strings.Contains(err.Error(), "still to activate") {
-		t.Fatalf("retired the pending key %s: %v\n%s", pendingID, err, out)
-	}
-	out, err = run("rotate", "--activate-after", "2ns", "--state-keys-refresh", "1ns")
-	if err != nil {
-		t.Fatalf("rotate now: %v\n%s", err, out)
-	}
-	nowID := strings.TrimSuffix(strings.Fields(strings.TrimPrefix(out, "added "))[0], ";")
-	if out, err := run("retire", "k1"); err == nil || !strings.Contains(err.Error(), "pass --force") {
-		t.Fatalf("retired k1 while its states are valid: %v\n%s", err, out)
-	}
-	if out, err := run("retire", "k1", "--force"); err != nil || !strings.Contains(out, "retired k1") {
-		t.Fatalf("retire k1: %v\n%s", err, out)
-	}
-	out, err = run("list")
-	if err != nil || !regexp.MustCompile(nowID+` .* seals\n`).MatchString(out) || strings.Contains(out, "k1 ") {
-		t.Fatalf("list after retiring k1: %v\n%s", err, out)
-	}
+	keys("seals requestState now", "", "retire", "k1", "--state-keys-refresh", "1ns")
+	keys("still to activate", "", "retire", pendingID)
+	nowID := addedID(keys("", `^added k`, "rotate", "--activate-after", "2ns", "--state-keys-refresh", "1ns"))
+	keys("pass --force", "", "retire", "k1")
+	keys("", "retired k1", "retire", "k1", "--force")
+	out = keys("", nowID+` .* seals\n`, "list")
 	master, _ := os.ReadFile(filepath.Join(data, "master.key"))
-	if len(master) == 0 || strings.Contains(out, base64.StdEncoding.EncodeToString(master)) {
-		t.Fatal("no master key, or the list shows it")
+	if strings.Contains(out, "k1 ") || len(master) == 0 || strings.Contains(out, base64.StdEncoding.EncodeToString(master)) {
+		t.Fatalf("list after retiring k1 shows k1 or the master key (or there is none):\n%s", out)
 	}
+}
+
+// wantKeysCommand runs elicitd keys args and fails unless it is refused
+// with an error holding refusal, or (refusal "") succeeds with an output
+// matching the regular expression wantOut. It returns the output.
+func wantKeysCommand(t *testing.T, args []string, refusal, wantOut string) string {
+	t.Helper()
+	out, err := runKeysIn(t, args)
+	switch {
+	case refusal != "" && (err == nil || !strings.Contains(err.Error(), refusal)):
+		t.Fatalf("keys %v: %v, want %q\n%s", args, err, refusal, out)
+	case refusal == "" && err != nil:
+		t.Fatalf("keys %v: %v\n%s", args, err, out)
+	case !regexp.MustCompile(wantOut).MatchString(out):
+		t.Fatalf("keys %v: output does not match %q:\n%s", args, wantOut, out)
+	}
+	return out
+}
+
+// addedID is the key id in rotate's "added ID; ..." line.
+func addedID(out string) string {
+	return strings.TrimSuffix(strings.Fields(strings.TrimPrefix(out, "added "))[0], ";")
 }
 
 // With another master key, every keys command refuses, changing nothing:
