@@ -323,22 +323,7 @@ func TestBillingCurlFlow(t *testing.T) {
 	}
 
 	// 2. URL-capable client: input_required, mode url, the server's own page.
-	r2 := e.connect(2, "alice", "")
-	if r2.Status != 200 || r2.resultType() != "input_required" || r2.state() == "" {
-		t.Fatalf("test 2: %s", r2.Raw)
-	}
-	mode, msg, link := r2.elicitation(t)
-	if mode != "url" || msg == "" || !strings.HasPrefix(link, e.url+"/ui/set_api_key?flow=") {
-		t.Fatalf("test 2 elicitation: mode=%q url=%q", mode, link)
-	}
-	if len(r2.state()) > 512 {
-		t.Fatalf("requestState is %d bytes", len(r2.state()))
-	}
-	// No user data in the URL (SEC-U-S-01): only a 128-bit opaque id.
-	if u, _ := url.Parse(link); !regexp.MustCompile(`^flow=[0-9a-f]{32}$`).MatchString(u.RawQuery) || strings.Contains(link, "alice") {
-		t.Fatalf("elicitation URL carries more than an opaque id: %s", link)
-	}
-	state := r2.state()
+	link, state := wantBillingURLStep(t, e, e.connect(2, "alice", ""))
 
 	// The user signs in as alice on the page and types the key.
 	alice := e.browser()
@@ -375,6 +360,28 @@ func TestBillingCurlFlow(t *testing.T) {
 	e.assertNoLeak(t)
 }
 
+// wantBillingURLStep checks the answer to a URL-capable client's first
+// call: input_required in url mode on the server's own page, a state of
+// at most 512 bytes, no user data in the URL (SEC-U-S-01: only a 128-bit
+// opaque id). It returns the link and the state.
+func wantBillingURLStep(t *testing.T, e *env, r *mcpResponse) (link, state string) {
+	t.Helper()
+	if r.Status != 200 || r.resultType() != "input_required" || r.state() == "" {
+		t.Fatalf("test 2: %s", r.Raw)
+	}
+	mode, msg, link := r.elicitation(t)
+	if mode != "url" || msg == "" || !strings.HasPrefix(link, e.url+"/ui/set_api_key?flow=") {
+		t.Fatalf("test 2 elicitation: mode=%q url=%q", mode, link)
+	}
+	if len(r.state()) > 512 {
+		t.Fatalf("requestState is %d bytes", len(r.state()))
+	}
+	if u, _ := url.Parse(link); !regexp.MustCompile(`^flow=[0-9a-f]{32}$`).MatchString(u.RawQuery) || strings.Contains(link, "alice") {
+		t.Fatalf("elicitation URL carries more than an opaque id: %s", link)
+	}
+	return link, r.state()
+}
+
 func (e *env) assertNoLeak(t *testing.T) {
 	t.Helper()
 	if strings.Contains(e.logs.String(), testKey) {
@@ -400,42 +407,12 @@ func TestNegativeCases(t *testing.T) {
 
 	t.Run("accept with the page unfinished stays pending", func(t *testing.T) {
 		for i := 0; i < 2; i++ {
-			r := e.connect(10+i, "alice", answer("accept", state))
-			if r.resultType() != "input_required" {
-				t.Fatalf("accept before completion: %s", r.Raw)
-			}
-			_, _, again := r.elicitation(t)
-			if again != link {
-				t.Fatalf("pending flow asked with another URL: %s", again)
-			}
-			state = r.state()
+			state = wantSamePending(t, e.connect(10+i, "alice", answer("accept", state)), link)
 		}
 	})
-
 	t.Run("bob opening alice's link is refused and nothing is stored", func(t *testing.T) {
-		bob := e.browser()
-		status, page := bob.login(e.url, link, "bob")
-		if status != http.StatusForbidden || strings.Contains(page, `id="key-form"`) {
-			t.Fatalf("bob on alice's page: %d\n%s", status, page)
-		}
-		// Bob posts anyway, with his own valid csrf.
-		status, _ = bob.fillKey(e.url, page, link, "sk_bob_attempt")
-		if status != http.StatusForbidden {
-			t.Fatalf("bob's POST: %d", status)
-		}
-		for _, u := range []string{"alice", "bob"} {
-			if r := e.mcp(u, "tools/call", "billing_status", callBody(20, "billing_status", "", metaURL)); r.text() != billing.TextStatusNotConnected {
-				t.Fatalf("%s: %s", u, r.Raw)
-			}
-		}
-		if r := e.connect(21, "alice", answer("accept", state)); r.resultType() != "input_required" {
-			t.Fatalf("bob's attempt completed alice's flow: %s", r.Raw)
-		}
-		if !strings.Contains(e.logs.String(), "flow_refused_other_user") {
-			t.Fatal("no audit line for bob's attempt")
-		}
+		testOtherUserRefused(t, e, link, state)
 	})
-
 	t.Run("decline and cancel are distinct isError results", func(t *testing.T) {
 		d := e.connect(30, "alice", answer("decline", state))
 		// Decline closed that flow for good; cancel is tried on a new one.
@@ -444,32 +421,91 @@ func TestNegativeCases(t *testing.T) {
 			t.Fatalf("decline %s\ncancel %s", d.Raw, c.Raw)
 		}
 	})
-
-	invalid := func(t *testing.T, r *mcpResponse) {
-		t.Helper()
-		r.wantError(t, 400, -32602)
-		if r.Error.Message != "invalid or expired requestState" {
-			t.Fatalf("message %q says more than it should", r.Error.Message)
+	testInvalidStates(t, e, state)
+	t.Run("expired state", func(t *testing.T) {
+		testBillingExpiredState(t, e)
+	})
+	for _, reason := range []string{"other_principal", "tampered", "other_arguments", "other_target", "expired"} {
+		if !strings.Contains(e.logs.String(), "reason="+reason) {
+			t.Errorf("server log lacks the real reason %q", reason)
 		}
 	}
-	t.Run("alice's state with bob's token", func(t *testing.T) {
-		invalid(t, e.connect(40, "bob", answer("accept", state)))
+	t.Run("protocol errors", func(t *testing.T) {
+		testProtocolErrors(t, e)
 	})
-	t.Run("tampered state", func(t *testing.T) {
-		b := []byte(state)
-		i := len(b) / 2
-		if b[i] == 'A' {
-			b[i] = 'B'
-		} else {
-			b[i] = 'A'
+}
+
+// wantSamePending fails unless r asks again, with the same link; it
+// returns r's new state.
+func wantSamePending(t *testing.T, r *mcpResponse, link string) string {
+	t.Helper()
+	if r.resultType() != "input_required" {
+		t.Fatalf("accept before completion: %s", r.Raw)
+	}
+	if _, _, again := r.elicitation(t); again != link {
+		t.Fatalf("pending flow asked with another URL: %s", again)
+	}
+	return r.state()
+}
+
+// testOtherUserRefused: bob, signed in, opening or posting to alice's
+// link is refused and audited; nothing is stored for either of them and
+// alice's flow stays pending.
+func testOtherUserRefused(t *testing.T, e *env, link, state string) {
+	bob := e.browser()
+	status, page := bob.login(e.url, link, "bob")
+	if status != http.StatusForbidden || strings.Contains(page, `id="key-form"`) {
+		t.Fatalf("bob on alice's page: %d\n%s", status, page)
+	}
+	// Bob posts anyway, with his own valid csrf.
+	if status, _ = bob.fillKey(e.url, page, link, "sk_bob_attempt"); status != http.StatusForbidden {
+		t.Fatalf("bob's POST: %d", status)
+	}
+	for _, u := range []string{"alice", "bob"} {
+		if r := e.mcp(u, "tools/call", "billing_status", callBody(20, "billing_status", "", metaURL)); r.text() != billing.TextStatusNotConnected {
+			t.Fatalf("%s: %s", u, r.Raw)
 		}
-		invalid(t, e.connect(41, "alice", answer("accept", string(b))))
-		invalid(t, e.connect(42, "alice", answer("accept", state+"-TAMPERED")))
-	})
-	t.Run("truncated state", func(t *testing.T) {
-		invalid(t, e.connect(43, "alice", answer("accept", state[:len(state)-8])))
-		invalid(t, e.connect(44, "alice", answer("accept", state[:20])))
-	})
+	}
+	if r := e.connect(21, "alice", answer("accept", state)); r.resultType() != "input_required" {
+		t.Fatalf("bob's attempt completed alice's flow: %s", r.Raw)
+	}
+	if !strings.Contains(e.logs.String(), "flow_refused_other_user") {
+		t.Fatal("no audit line for bob's attempt")
+	}
+}
+
+// testInvalidStates: a state used by another user, changed, cut short or
+// for another tool is refused with one message that says no more.
+func testInvalidStates(t *testing.T, e *env, state string) {
+	b := []byte(state)
+	if i := len(b) / 2; b[i] == 'A' {
+		b[i] = 'B'
+	} else {
+		b[i] = 'A'
+	}
+	tests := []struct {
+		name string
+		id   int
+		user string
+		tool string
+		st   string
+	}{
+		{"alice's state with bob's token", 40, "bob", "connect_billing", state},
+		{"tampered state", 41, "alice", "connect_billing", string(b)},
+		{"tampered state, suffix", 42, "alice", "connect_billing", state + "-TAMPERED"},
+		{"truncated state", 43, "alice", "connect_billing", state[:len(state)-8]},
+		{"truncated state, short", 44, "alice", "connect_billing", state[:20]},
+		{"another tool", 46, "alice", "billing_status", state},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := e.mcp(tt.user, "tools/call", tt.tool, callBody(tt.id, tt.tool, answer("accept", tt.st), metaURL))
+			r.wantError(t, 400, -32602)
+			if r.Error.Message != "invalid or expired requestState" {
+				t.Fatalf("message %q says more than it should", r.Error.Message)
+			}
+		})
+	}
 	t.Run("changed arguments", func(t *testing.T) {
 		// The step serves a stale state as a fresh call, which refuses
 		// the arguments themselves; nothing is said about the state.
@@ -480,61 +516,65 @@ func TestNegativeCases(t *testing.T) {
 			t.Fatalf("message %q", r.Error.Message)
 		}
 	})
-	t.Run("another tool", func(t *testing.T) {
-		body := `{"jsonrpc":"2.0","id":46,"method":"tools/call","params":{"name":"billing_status","arguments":{},` + answer("accept", state) + metaURL + `}}`
-		invalid(t, e.mcp("alice", "tools/call", "billing_status", body))
-	})
-	t.Run("expired state", func(t *testing.T) {
-		// The flow's link expired with the state: a retry gets a new link
-		// and says why, never an unexplained error (connect.Step).
-		fresh := e.connect(47, "alice", "")
-		_, _, old := fresh.elicitation(t)
-		e.advance(10*time.Minute + time.Second)
-		r := e.connect(48, "alice", answer("accept", fresh.state()))
-		if r.resultType() != "input_required" {
-			t.Fatalf("retry with an expired state: %s", r.Raw)
-		}
-		if _, msg, link := r.elicitation(t); link == old || !strings.HasPrefix(msg, "The earlier link expired") {
-			t.Fatalf("new link %q (old %q), message %q", link, old, msg)
-		}
-	})
-	for _, reason := range []string{"other_principal", "tampered", "other_arguments", "other_target", "expired"} {
-		if !strings.Contains(e.logs.String(), "reason="+reason) {
-			t.Errorf("server log lacks the real reason %q", reason)
-		}
-	}
+}
 
-	t.Run("protocol errors", func(t *testing.T) {
-		e.mcp("alice", "tools/call", "nope", callBody(50, "nope", "", metaURL)).wantError(t, 400, -32602)
-		e.mcp("alice", "tools/call", "other", callBody(51, "connect_billing", "", metaURL)).wantError(t, 400, -32020)
-		e.mcp("alice", "tools/call", "", callBody(52, "connect_billing", "", metaURL)).wantError(t, 400, -32020)
-		e.mcp("alice", "tools/list", "", callBody(53, "connect_billing", "", metaURL), "Mcp-Method: tools/list").wantError(t, 400, -32020)
-		e.mcp("alice", "tools/call", "connect_billing", `{"jsonrpc":"2.0","id":54,"method":"tools/call","params":{"name":"connect_billing","arguments":{}}}`).wantError(t, 400, -32602)
-		e.mcp("alice", "tools/call", "connect_billing", callBody(55, "connect_billing", "", metaURL), "MCP-Protocol-Version: 2025-11-25").wantError(t, 400, -32020)
-		v := strings.Replace(callBody(56, "connect_billing", "", metaURL), "2026-07-28", "2099-01-01", 1)
-		r := e.mcp("alice", "tools/call", "connect_billing", v, "MCP-Protocol-Version: 2099-01-01")
-		r.wantError(t, 400, -32022)
-		if string(r.Error.Data) != `{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],"requested":"2099-01-01"}` {
+// testBillingExpiredState: the flow's link expired with the state: a retry gets
+// a new link and says why, never an unexplained error (connect.Step).
+func testBillingExpiredState(t *testing.T, e *env) {
+	fresh := e.connect(47, "alice", "")
+	_, _, old := fresh.elicitation(t)
+	e.advance(10*time.Minute + time.Second)
+	r := e.connect(48, "alice", answer("accept", fresh.state()))
+	if r.resultType() != "input_required" {
+		t.Fatalf("retry with an expired state: %s", r.Raw)
+	}
+	if _, msg, link := r.elicitation(t); link == old || !strings.HasPrefix(msg, "The earlier link expired") {
+		t.Fatalf("new link %q (old %q), message %q", link, old, msg)
+	}
+}
+
+// testProtocolErrors: requests the transport refuses before any tool
+// runs, each with its HTTP status and (for JSON-RPC answers) its code.
+func testProtocolErrors(t *testing.T, e *env) {
+	call := func(id int, name string) string { return callBody(id, name, "", metaURL) }
+	future := strings.Replace(call(56, "connect_billing"), "2026-07-28", "2099-01-01", 1)
+	big := callBody(58, "connect_billing", `"pad":"`+strings.Repeat("x", 1<<20)+`",`, metaURL)
+	tests := []struct {
+		name, user, method, header, body string
+		extra                            []string
+		status, code                     int // code 0: only the status is checked
+	}{
+		{"unknown tool", "alice", "tools/call", "nope", call(50, "nope"), nil, 400, -32602},
+		{"Mcp-Name differs", "alice", "tools/call", "other", call(51, "connect_billing"), nil, 400, -32020},
+		{"no Mcp-Name", "alice", "tools/call", "", call(52, "connect_billing"), nil, 400, -32020},
+		{"Mcp-Method differs", "alice", "tools/list", "", call(53, "connect_billing"), []string{"Mcp-Method: tools/list"}, 400, -32020},
+		{"no _meta", "alice", "tools/call", "connect_billing", `{"jsonrpc":"2.0","id":54,"method":"tools/call","params":{"name":"connect_billing","arguments":{}}}`, nil, 400, -32602},
+		{"version header differs", "alice", "tools/call", "connect_billing", call(55, "connect_billing"), []string{"MCP-Protocol-Version: 2025-11-25"}, 400, -32020},
+		{"unsupported version", "alice", "tools/call", "connect_billing", future, []string{"MCP-Protocol-Version: 2099-01-01"}, 400, -32022},
+		{"ping is not a method", "alice", "ping", "", `{"jsonrpc":"2.0","id":57,"method":"ping","params":{` + metaURL + `}}`, nil, 404, -32601},
+		{"oversized body", "alice", "tools/call", "connect_billing", big, nil, http.StatusRequestEntityTooLarge, 0},
+		{"no token", "", "tools/call", "connect_billing", call(59, "connect_billing"), nil, http.StatusUnauthorized, 0},
+		{"foreign origin", "alice", "tools/call", "connect_billing", call(60, "connect_billing"), []string{"Origin: http://evil.example"}, http.StatusForbidden, 0},
+	}
+	for _, tt := range tests {
+		r := e.mcp(tt.user, tt.method, tt.header, tt.body, tt.extra...)
+		if tt.code == 0 {
+			if r.Status != tt.status {
+				t.Fatalf("%s: HTTP %d, want %d", tt.name, r.Status, tt.status)
+			}
+			continue
+		}
+		r.wantError(t, tt.status, tt.code)
+		if tt.code == -32022 && string(r.Error.Data) != `{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],"requested":"2099-01-01"}` {
 			t.Fatalf("-32022 data %s", r.Error.Data)
 		}
-		e.mcp("alice", "ping", "", `{"jsonrpc":"2.0","id":57,"method":"ping","params":{`+metaURL+`}}`).wantError(t, 404, -32601)
-		big := callBody(58, "connect_billing", `"pad":"`+strings.Repeat("x", 1<<20)+`",`, metaURL)
-		if r := e.mcp("alice", "tools/call", "connect_billing", big); r.Status != http.StatusRequestEntityTooLarge {
-			t.Fatalf("oversized body: HTTP %d", r.Status)
-		}
-		if r := e.mcp("", "tools/call", "connect_billing", callBody(59, "connect_billing", "", metaURL)); r.Status != http.StatusUnauthorized {
-			t.Fatalf("no token: HTTP %d", r.Status)
-		}
-		if r := e.mcp("alice", "tools/call", "connect_billing", callBody(60, "connect_billing", "", metaURL), "Origin: http://evil.example"); r.Status != http.StatusForbidden {
-			t.Fatalf("foreign origin: HTTP %d", r.Status)
-		}
-		// The pages are guarded against DNS rebinding too.
-		req, _ := http.NewRequest("GET", e.url+"/ui/login", nil)
-		req.Host = "evil.example"
-		if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
-			t.Fatalf("page with a foreign Host: %v %v", resp.StatusCode, err)
-		}
-	})
+	}
+	// The pages are guarded against DNS rebinding too.
+	req, _ := http.NewRequest("GET", e.url+"/ui/login", nil)
+	req.Host = "evil.example"
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("page with a foreign Host: %v %v", resp.StatusCode, err)
+	}
 }
 
 func TestParseFlags(t *testing.T) {
