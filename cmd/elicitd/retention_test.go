@@ -25,16 +25,6 @@ func TestOAuthAttemptsCappedAndSwept(t *testing.T) {
 		c.retainFlows, c.retainAttempts, c.retainOperations = time.Hour, time.Hour, 24*time.Hour
 	})
 	c := &calEnv{env: e, provider: e.app.calendarProvider, pages: &recorder{}}
-	st := e.app.sweeper.st
-	attempts := func() int {
-		t.Helper()
-		rs, err := st.ListRecords(t.Context(), connect.AttemptKind, "mallory")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(rs)
-	}
-
 	link := c.link(c.call(1, "mallory", calendar.ToolName, ""))
 	b := c.browser()
 	status, page := c.open(b, link, "mallory")
@@ -42,18 +32,8 @@ func TestOAuthAttemptsCappedAndSwept(t *testing.T) {
 		t.Fatalf("connect page: %d", status)
 	}
 	form := url.Values{"csrf": {csrfOf(t, page)}}
-	counts := map[int]int{}
-	for range 300 {
-		status, loc, page := b.post(link, form)
-		counts[status]++
-		if status == http.StatusTooManyRequests && (loc != "" || !strings.Contains(page, `id="too-many"`)) {
-			t.Fatalf("capped POST: %q\n%s", loc, page)
-		}
-	}
-	if counts[http.StatusSeeOther] != maxAttempts || counts[http.StatusTooManyRequests] != 300-maxAttempts {
-		t.Fatalf("300 POSTs: %v, want %d redirects and the rest 429", counts, maxAttempts)
-	}
-	if n := attempts(); n != maxAttempts {
+	postAttempts(t, b, link, form, 300, maxAttempts)
+	if n := storedAttempts(t, e); n != maxAttempts {
 		t.Fatalf("%d attempts stored after 300 POSTs, want the cap, %d", n, maxAttempts)
 	}
 	if n := strings.Count(e.logs.String(), "event=oauth_attempts_capped"); n != 300-maxAttempts {
@@ -79,21 +59,54 @@ func TestOAuthAttemptsCappedAndSwept(t *testing.T) {
 	if err != nil || res.Records[connect.AttemptKind] != maxAttempts+1 || res.Flows != 2 || res.Operations != 0 {
 		t.Fatalf("sweep after 2h: %+v, %v; want %d attempts and the two flows", res, err, maxAttempts+1)
 	}
-	if n := attempts(); n != 0 {
+	if n := storedAttempts(t, e); n != 0 {
 		t.Fatalf("%d attempts left", n)
 	}
 	e.advance(24 * time.Hour)
 	if res, err = e.app.sweeper.sweep(t.Context()); err != nil || res.Operations != maxAttempts+1 {
 		t.Fatalf("sweep after 26h: %+v, %v; want the %d attempts' operations", res, err, maxAttempts+1)
 	}
-	if _, _, m := c.browser().get(e.url + "/metrics"); true {
-		for _, want := range []string{
-			`elicitd_swept_rows_total{kind="oauth_attempt"} 21`, `elicitd_swept_rows_total{kind="operations"} 21`,
-			`elicitd_swept_rows_total{kind="flows"} 2`, `elicitd_swept_rows_total{kind="report_draft"} 0`,
-		} {
-			if !strings.Contains(m, want+"\n") {
-				t.Errorf("/metrics lacks %s:\n%s", want, grepLines(m, "elicitd_swept"))
-			}
+	checkSweepReported(t, e, c.browser())
+}
+
+// storedAttempts counts mallory's stored OAuth attempts.
+func storedAttempts(t *testing.T, e *env) int {
+	t.Helper()
+	rs, err := e.app.sweeper.st.ListRecords(t.Context(), connect.AttemptKind, "mallory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(rs)
+}
+
+// postAttempts POSTs form to link n times: the first limit redirect to
+// the provider, the rest are the capped page (429, no Location).
+func postAttempts(t *testing.T, b *browser, link string, form url.Values, n, limit int) {
+	t.Helper()
+	counts := map[int]int{}
+	for range n {
+		status, loc, page := b.post(link, form)
+		counts[status]++
+		if status == http.StatusTooManyRequests && (loc != "" || !strings.Contains(page, `id="too-many"`)) {
+			t.Fatalf("capped POST: %q\n%s", loc, page)
+		}
+	}
+	if counts[http.StatusSeeOther] != limit || counts[http.StatusTooManyRequests] != n-limit {
+		t.Fatalf("%d POSTs: %v, want %d redirects and the rest 429", n, counts, limit)
+	}
+}
+
+// checkSweepReported: the two sweeps' rows are counted in
+// elicitd_swept_rows_total and logged.
+func checkSweepReported(t *testing.T, e *env, b *browser) {
+	t.Helper()
+	_, _, m := b.get(e.url + "/metrics")
+	for _, want := range []string{
+		`elicitd_swept_rows_total{kind="oauth_attempt"} 21`, `elicitd_swept_rows_total{kind="operations"} 21`,
+		`elicitd_swept_rows_total{kind="flows"} 2`, `elicitd_swept_rows_total{kind="report_draft"} 0`,
+	} {
+		if !strings.Contains(m, want+"\n") {
+			t.Errorf("/metrics lacks %s:\n%s", want, grepLines(m, "elicitd_swept"))
 		}
 	}
 	logs := e.logs.String()
