@@ -167,54 +167,60 @@ func TestSignIn(t *testing.T) {
 	if idp.Registrations() != 1 {
 		t.Fatalf("%d registrations", idp.Registrations())
 	}
-	store, _ := tokenStore()
-	files, _ := filepath.Glob(filepath.Join(store.Dir, "*.json"))
-	if len(files) != 1 {
+	if files := cachedTokens(t); len(files) != 1 {
 		t.Fatalf("cache files %v", files)
-	}
-	if fi, _ := os.Stat(files[0]); fi.Mode().Perm() != 0o600 {
+	} else if fi, _ := os.Stat(files[0]); fi.Mode().Perm() != 0o600 {
 		t.Fatalf("cache file mode %v", fi.Mode().Perm())
 	}
+	all := out + errOut
 
 	// The next run uses the cache: no prompt, no browser.
-	code, out2, errOut2 := elicit(t, "", "tools", "--url", ep, "--json")
-	if code != exitOK || strings.Contains(out2+errOut2, "sign in") || !strings.Contains(out2, reports.ToolExport) {
-		t.Fatalf("cached run: exit %d\n%s\n%s", code, out2, errOut2)
-	}
+	all += wantElicitRun(t, "", exitOK, reports.ToolExport, "sign in", "tools", "--url", ep, "--json")
 	// login signs in again (the registration is kept); logout deletes.
-	code, out3, errOut3 := signInFlow(t, idp, "alice", "login", "--url", ep)
-	if code != exitOK || !strings.Contains(out3, "Signed in to "+ep+" at "+idp.URL) || idp.Registrations() != 1 {
-		t.Fatalf("login: exit %d, %d registrations\n%s\n%s", code, idp.Registrations(), out3, errOut3)
+	code, out, errOut = signInFlow(t, idp, "alice", "login", "--url", ep)
+	if code != exitOK || !strings.Contains(out, "Signed in to "+ep+" at "+idp.URL) || idp.Registrations() != 1 {
+		t.Fatalf("login: exit %d, %d registrations\n%s\n%s", code, idp.Registrations(), out, errOut)
 	}
-	code, out4, _ := elicit(t, "", "logout", "--url", ep)
-	if code != exitOK || !strings.Contains(out4, "Signed out of") {
-		t.Fatalf("logout: %d %s", code, out4)
-	}
-	if files, _ := filepath.Glob(filepath.Join(store.Dir, "*.json")); len(files) != 0 {
+	all += out + errOut
+	all += wantElicitRun(t, "", exitOK, "Signed out of", "", "logout", "--url", ep)
+	if files := cachedTokens(t); len(files) != 0 {
 		t.Fatalf("after logout: %v", files)
 	}
-	code, out5, _ := elicit(t, "", "logout", "--url", ep)
-	if code != exitOK || !strings.Contains(out5, "Nothing was cached") {
-		t.Fatalf("second logout: %d %s", code, out5)
-	}
-
+	all += wantElicitRun(t, "", exitOK, "Nothing was cached", "", "logout", "--url", ep)
 	// No: nothing opened, nothing cached, exit 3.
-	code, out6, errOut6 := elicit(t, "no\n", "tools", "--url", ep)
-	if code != exitFailed || !strings.Contains(errOut6, "requires sign-in, which you declined") || strings.Contains(out6, "Open this URL") {
-		t.Fatalf("declined: exit %d\n%s\n%s", code, out6, errOut6)
-	}
+	all += wantElicitRun(t, "no\n", exitFailed, "requires sign-in, which you declined", "Open this URL", "tools", "--url", ep)
 	// --no-login: the 401 as it is.
-	code, _, errOut7 := elicit(t, "", "tools", "--url", ep, "--no-login")
-	if code != exitFailed || !strings.Contains(errOut7, "requires authorization (HTTP 401)") {
-		t.Fatalf("--no-login: exit %d %s", code, errOut7)
-	}
+	all += wantElicitRun(t, "", exitFailed, "requires authorization (HTTP 401)", "", "tools", "--url", ep, "--no-login")
 
-	all := out + errOut + out2 + errOut2 + out3 + errOut3 + out4 + out5 + out6 + errOut6 + errOut7
 	for _, v := range idp.Issued() {
 		if strings.Contains(all, v) {
 			t.Errorf("an issued code or token shows in the output: %.10s…", v)
 		}
 	}
+}
+
+// cachedTokens lists the token cache's files.
+func cachedTokens(t *testing.T) []string {
+	t.Helper()
+	store, err := tokenStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(store.Dir, "*.json"))
+	return files
+}
+
+// wantElicitRun runs elicit args with stdin and fails unless it exits
+// with code, its stdout and stderr holding want and not notWant ("" for
+// no such check). It returns stdout and stderr.
+func wantElicitRun(t *testing.T, stdin string, code int, want, notWant string, args ...string) string {
+	t.Helper()
+	got, out, errOut := elicit(t, stdin, args...)
+	both := out + errOut
+	if got != code || !strings.Contains(both, want) || (notWant != "" && strings.Contains(both, notWant)) {
+		t.Fatalf("elicit %v: exit %d, want %d with %q (and not %q)\n%s\n%s", args, got, code, want, notWant, out, errOut)
+	}
+	return both
 }
 
 // elicit check --login acts as the signed-in user: the sign-in prompts go
