@@ -298,16 +298,12 @@ func testValidSelection(t *testing.T) {
 	e := newReportsEnv(t)
 	r1 := e.export(1, "alice", "2026-Q2", "sales", "", metaURL)
 	p := r1.input(t, reports.KeyOptions)
-	if p["mode"] != "form" || !strings.Contains(p["message"].(string), "sales report for 2026-Q2") ||
-		!strings.Contains(p["message"].(string), "prepared as a draft; nothing is sent") {
+	if p["mode"] != "form" {
 		t.Fatalf("question: %v", p)
 	}
+	wantAll(t, "the question", p["message"].(string), "sales report for 2026-Q2", "prepared as a draft; nothing is sent")
 	schema, _ := json.Marshal(p["requestedSchema"])
-	for _, want := range []string{`"oneOf":[{"const":"summary","title":"Summary"},{"const":"detailed","title":"Detailed"}]`, `"minLength":1`, `"maxLength":80`, `"required":["detail","label"]`} {
-		if !strings.Contains(string(schema), want) {
-			t.Errorf("requestedSchema lacks %s: %s", want, schema)
-		}
-	}
+	wantAll(t, "requestedSchema", string(schema), `"oneOf":[{"const":"summary","title":"Summary"},{"const":"detailed","title":"Detailed"}]`, `"minLength":1`, `"maxLength":80`, `"required":["detail","label"]`)
 	e.wantDrafts(t, "alice")
 
 	// Extra keys are dropped, not refused.
@@ -319,9 +315,7 @@ func testValidSelection(t *testing.T) {
 	if sc["status"] != "prepared" || sc["sent"] != false || sc["detail"] != "detailed" || sc["label"] != "Q2 revenue" || sc["colour"] != nil {
 		t.Fatalf("structuredContent: %v", sc)
 	}
-	if !strings.Contains(r2.text(), "Draft "+id+" prepared") || !strings.Contains(r2.text(), "NOT been sent") {
-		t.Fatalf("text: %q", r2.text())
-	}
+	wantAll(t, "text", r2.text(), "Draft "+id+" prepared", "NOT been sent")
 
 	drafts := e.wantDrafts(t, "alice", reports.StatusPrepared)
 	var data map[string]any
@@ -329,21 +323,36 @@ func testValidSelection(t *testing.T) {
 	if drafts[0].ID != id || data["period"] != "2026-Q2" || data["dataset"] != "sales" || data["detail"] != "detailed" || data["colour"] != nil {
 		t.Fatalf("stored draft: %s %s", drafts[0].ID, drafts[0].Data)
 	}
-	outcome, res := e.recordedResult(t, drafts[0])
-	if outcome != reports.OutcomePrepared || !reflect.DeepEqual(res["structuredContent"], r2.Result["structuredContent"]) {
-		t.Fatalf("ledger: %s %v", outcome, res)
-	}
+	e.wantRecorded(t, drafts[0], reports.OutcomePrepared, r2)
 	e.wantSends(t, "alice", 0)
 	e.wantLedger(t, "alice", reports.OutcomePrepared)
 
 	// list_drafts shows it, and says it was not sent.
 	l := e.list(3, "alice")
 	l.wantComplete(t, false, "")
-	if !strings.Contains(l.text(), id+": prepared, the detailed sales report for 2026-Q2") {
-		t.Fatalf("list_drafts: %q", l.text())
-	}
+	wantAll(t, "list_drafts", l.text(), id+": prepared, the detailed sales report for 2026-Q2")
 	if e.list(4, "bob").text() != "You have no drafts. Call export_report to prepare one." {
 		t.Fatal("bob sees alice's drafts")
+	}
+}
+
+// wantAll fails unless s (what) holds every one of wants.
+func wantAll(t *testing.T, what, s string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(s, want) {
+			t.Fatalf("%s lacks %q:\n%s", what, want, s)
+		}
+	}
+}
+
+// wantRecorded fails unless the operation that wrote rec recorded
+// outcome and r's structuredContent.
+func (e *reportsEnv) wantRecorded(t *testing.T, rec *store.Record, outcome string, r *mcpResponse) {
+	t.Helper()
+	got, res := e.recordedResult(t, rec)
+	if got != outcome || !reflect.DeepEqual(res["structuredContent"], r.Result["structuredContent"]) {
+		t.Fatalf("ledger: %s %v, want %s with %v", got, res, outcome, r.Result["structuredContent"])
 	}
 }
 
@@ -546,15 +555,17 @@ func testURLOpenedButUnfinished(t *testing.T) {
 	// The user opens the page and signs in, but does not finish.
 	b := e.browser()
 	status, page := b.login(e.url, link, "alice")
-	if status != 200 || !strings.Contains(page, "Connect your reporting account") || !strings.Contains(page, `id="key-form"`) {
+	if status != 200 {
 		t.Fatalf("page: %d\n%s", status, page)
 	}
+	wantAll(t, "the account page", page, "Connect your reporting account", `id="key-form"`)
 	for i := range 2 {
 		r = e.send(2+i, "alice", id, "bob@example.com", retryWith(reports.KeyConnect, urlAccept, r.state()), metaURL)
 		p = r.input(t, reports.KeyConnect)
-		if p["url"] != link || !strings.Contains(p["message"].(string), "not connected yet") {
+		if p["url"] != link {
 			t.Fatalf("pending: %v", p)
 		}
+		wantAll(t, "the pending question", p["message"].(string), "not connected yet")
 	}
 	e.wantSends(t, "alice", 0)
 	e.wantDrafts(t, "alice", reports.StatusPrepared)
@@ -567,10 +578,7 @@ func testURLOpenedButUnfinished(t *testing.T) {
 		t.Fatalf("finish: %d\n%s", status, page)
 	}
 	r = e.send(5, "alice", id, "bob@example.com", retryWith(reports.KeyConnect, urlAccept, r.state()), metaURL)
-	msg := r.input(t, reports.KeyConfirm)["message"].(string)
-	if !strings.Contains(msg, `Send draft "`+id+`"`) || !strings.Contains(msg, `to "bob@example.com"`) || !strings.Contains(msg, "Q2 revenue") {
-		t.Fatalf("confirmation: %q", msg)
-	}
+	wantAll(t, "the confirmation", r.input(t, reports.KeyConfirm)["message"].(string), `Send draft "`+id+`"`, `to "bob@example.com"`, "Q2 revenue")
 	e.wantSends(t, "alice", 0)
 
 	s := e.send(6, "alice", id, "bob@example.com", retryWith(reports.KeyConfirm, confirmed, r.state()), metaURL)
@@ -583,23 +591,25 @@ func testURLOpenedButUnfinished(t *testing.T) {
 	if sends[0].OperationID != drafts[0].OperationID {
 		t.Fatal("the send and the draft's new state were written by different operations")
 	}
-	outcome, res := e.recordedResult(t, sends[0])
-	if outcome != reports.OutcomeSent || !reflect.DeepEqual(res["structuredContent"], s.Result["structuredContent"]) {
-		t.Fatalf("ledger: %s %v", outcome, res)
-	}
-	if strings.Contains(e.logs.String(), "rk_TESTKEY_93e1") {
-		t.Fatal("the account key is in the log")
-	}
-	for _, seen := range e.rec.seen {
-		if strings.Contains(seen, "rk_TESTKEY_93e1") {
-			t.Fatalf("the account key leaked: %.80s", seen)
-		}
-	}
+	e.wantRecorded(t, sends[0], reports.OutcomeSent, s)
+	e.wantNowhere(t, "rk_TESTKEY_93e1")
 	// A new send of a sent draft is refused without asking.
 	e.send(7, "alice", id, "bob@example.com", "", metaURL).wantComplete(t, true, fmt.Sprintf("Draft %q was already sent; it was not sent again.", id))
 	e.wantSends(t, "alice", 1)
-	if l := e.list(8, "alice").text(); !strings.Contains(l, id+": sent") || !strings.Contains(l, `sent to "bob@example.com"`) {
-		t.Fatalf("list_drafts: %q", l)
+	wantAll(t, "list_drafts", e.list(8, "alice").text(), id+": sent", `sent to "bob@example.com"`)
+}
+
+// wantNowhere fails if secret is in the log or in anything the recorder
+// saw (URLs, Locations, bodies).
+func (e *reportsEnv) wantNowhere(t *testing.T, secret string) {
+	t.Helper()
+	if strings.Contains(e.logs.String(), secret) {
+		t.Fatal("the account key is in the log")
+	}
+	for _, seen := range e.rec.seen {
+		if strings.Contains(seen, secret) {
+			t.Fatalf("the account key leaked: %.80s", seen)
+		}
 	}
 }
 
