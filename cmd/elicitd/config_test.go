@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -23,40 +24,46 @@ func writeConfig(t *testing.T, body string) string {
 // TestConfigPrecedence: flag > environment > file > default, per setting.
 func TestConfigPrecedence(t *testing.T) {
 	file := writeConfig(t, `{"addr": "127.0.0.1:4001", "log-level": "warn", "idle-timeout": "5m", "data": "/from/file", "insecure-demo-auth": true}`)
+	stateKeys := "k9:" + stateKeyB64()
 	tests := []struct {
 		name string
 		args []string
 		env  map[string]string
-		want func(*config) bool
+		got  func(*config) []any // the settings checked
+		want []any               // their values
 	}{
-		{"defaults", nil, nil, func(c *config) bool {
-			return c.addr == "127.0.0.1:3000" && c.idleTimeout == 2*time.Minute && c.readHeaderTimeout == 10*time.Second && !c.insecureDemoAuth && c.auditLog == "-" && c.metricsAddr == "" && c.keysRefresh == 30*time.Second
-		}},
-		{"file over default", []string{"--config", file}, nil, func(c *config) bool {
-			return c.addr == "127.0.0.1:4001" && c.dataDir == "/from/file" && c.idleTimeout == 5*time.Minute && c.insecureDemoAuth && c.publicURL == "http://127.0.0.1:4001"
-		}},
-		{"config named by env", nil, map[string]string{"ELICIT_CONFIG": file}, func(c *config) bool { return c.addr == "127.0.0.1:4001" }},
-		{"env over file", []string{"--config", file}, map[string]string{"ELICIT_ADDR": "127.0.0.1:4002", "ELICIT_IDLE_TIMEOUT": "7s"}, func(c *config) bool {
-			return c.addr == "127.0.0.1:4002" && c.idleTimeout == 7*time.Second && c.dataDir == "/from/file"
-		}},
-		{"flag over env", []string{"--config", file, "--addr", "127.0.0.1:4003", "--insecure-demo-auth=false"}, map[string]string{"ELICIT_ADDR": "127.0.0.1:4002"}, func(c *config) bool {
-			return c.addr == "127.0.0.1:4003" && !c.insecureDemoAuth
-		}},
-		{"free port: origin from the listener", []string{"--addr", "127.0.0.1:0"}, nil, func(c *config) bool { return c.publicURLFromListener }},
-		{"free port with a public URL", []string{"--addr", "127.0.0.1:0", "--public-url", "http://localhost:3000"}, nil, func(c *config) bool {
-			return !c.publicURLFromListener && c.publicURL == "http://localhost:3000"
-		}},
-		{"canonical public origin", []string{"--public-url", "HTTP://LocalHost:3000/"}, nil, func(c *config) bool { return c.publicURL == "http://localhost:3000" }},
-		{"public origin with demo auth accepted", []string{"--public-url", "https://mcp.example.com", "--insecure-demo-auth"}, nil, func(c *config) bool {
-			return c.publicURL == "https://mcp.example.com" && c.insecureDemoAuth
-		}},
-		{"empty env is unset", nil, map[string]string{"ELICIT_ADDR": ""}, func(c *config) bool { return c.addr == "127.0.0.1:3000" }},
-		{"env-only secrets", nil, map[string]string{"ELICIT_MASTER_KEY": "abc", "ELICIT_STATE_KEYS": "k9:" + stateKeyB64()}, func(c *config) bool {
-			return c.masterKeyB64 == "abc" && strings.HasPrefix(c.stateKeys, "k9:")
-		}},
-		{"timeouts", []string{"--read-header-timeout", "3s", "--shutdown-timeout", "1m", "--read-timeout", "4s"}, nil, func(c *config) bool {
-			return c.readHeaderTimeout == 3*time.Second && c.shutdownTimeout == time.Minute && c.readTimeout == 4*time.Second
-		}},
+		{"defaults", nil, nil,
+			func(c *config) []any {
+				return []any{c.addr, c.idleTimeout, c.readHeaderTimeout, c.insecureDemoAuth, c.auditLog, c.metricsAddr, c.keysRefresh}
+			},
+			[]any{"127.0.0.1:3000", 2 * time.Minute, 10 * time.Second, false, "-", "", 30 * time.Second}},
+		{"file over default", []string{"--config", file}, nil,
+			func(c *config) []any {
+				return []any{c.addr, c.dataDir, c.idleTimeout, c.insecureDemoAuth, c.publicURL}
+			},
+			[]any{"127.0.0.1:4001", "/from/file", 5 * time.Minute, true, "http://127.0.0.1:4001"}},
+		{"config named by env", nil, map[string]string{"ELICIT_CONFIG": file},
+			func(c *config) []any { return []any{c.addr} }, []any{"127.0.0.1:4001"}},
+		{"env over file", []string{"--config", file}, map[string]string{"ELICIT_ADDR": "127.0.0.1:4002", "ELICIT_IDLE_TIMEOUT": "7s"},
+			func(c *config) []any { return []any{c.addr, c.idleTimeout, c.dataDir} },
+			[]any{"127.0.0.1:4002", 7 * time.Second, "/from/file"}},
+		{"flag over env", []string{"--config", file, "--addr", "127.0.0.1:4003", "--insecure-demo-auth=false"}, map[string]string{"ELICIT_ADDR": "127.0.0.1:4002"},
+			func(c *config) []any { return []any{c.addr, c.insecureDemoAuth} }, []any{"127.0.0.1:4003", false}},
+		{"free port: origin from the listener", []string{"--addr", "127.0.0.1:0"}, nil,
+			func(c *config) []any { return []any{c.publicURLFromListener} }, []any{true}},
+		{"free port with a public URL", []string{"--addr", "127.0.0.1:0", "--public-url", "http://localhost:3000"}, nil,
+			func(c *config) []any { return []any{c.publicURLFromListener, c.publicURL} }, []any{false, "http://localhost:3000"}},
+		{"canonical public origin", []string{"--public-url", "HTTP://LocalHost:3000/"}, nil,
+			func(c *config) []any { return []any{c.publicURL} }, []any{"http://localhost:3000"}},
+		{"public origin with demo auth accepted", []string{"--public-url", "https://mcp.example.com", "--insecure-demo-auth"}, nil,
+			func(c *config) []any { return []any{c.publicURL, c.insecureDemoAuth} }, []any{"https://mcp.example.com", true}},
+		{"empty env is unset", nil, map[string]string{"ELICIT_ADDR": ""},
+			func(c *config) []any { return []any{c.addr} }, []any{"127.0.0.1:3000"}},
+		{"env-only secrets", nil, map[string]string{"ELICIT_MASTER_KEY": "abc", "ELICIT_STATE_KEYS": stateKeys},
+			func(c *config) []any { return []any{c.masterKeyB64, c.stateKeys} }, []any{"abc", stateKeys}},
+		{"timeouts", []string{"--read-header-timeout", "3s", "--shutdown-timeout", "1m", "--read-timeout", "4s"}, nil,
+			func(c *config) []any { return []any{c.readHeaderTimeout, c.shutdownTimeout, c.readTimeout} },
+			[]any{3 * time.Second, time.Minute, 4 * time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,8 +71,8 @@ func TestConfigPrecedence(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !tt.want(cfg) {
-				t.Fatalf("config = %+v", cfg)
+			if got := tt.got(cfg); !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("settings = %v, want %v\nconfig = %+v", got, tt.want, cfg)
 			}
 		})
 	}
