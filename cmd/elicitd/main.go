@@ -330,6 +330,29 @@ func (a *app) Close() error {
 	return errors.Join(errs...)
 }
 
+// newSealer checks the store's master-key check and seals requestState
+// with the ring it loads.
+func newSealer(cfg *config, st store.Store, master []byte, now func() time.Time) (*stateKeys, *reqstate.Sealer, error) {
+	keys, err := newStateKeys(cfg, st, master, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := keys.verifyMaster(ctx); err != nil {
+		return nil, nil, err
+	}
+	ring, err := keys.load(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("loading the requestState key ring: %w", err)
+	}
+	sealer, err := reqstate.New(ring, &reqstate.Options{Now: now})
+	if err != nil {
+		return nil, nil, err
+	}
+	return keys, sealer, nil
+}
+
 func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 	a := &app{}
 	if cfg.demoAuthExposed() {
@@ -378,29 +401,11 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 		a.Close()
 		return nil, err
 	}
-	keys, err := newStateKeys(cfg, st, master, now)
-	if err != nil {
+	if a.keys, a.sealer, err = newSealer(cfg, st, master, now); err != nil {
 		a.Close()
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	if err := keys.verifyMaster(ctx); err != nil {
-		cancel()
-		a.Close()
-		return nil, err
-	}
-	ring, err := keys.load(ctx)
-	cancel()
-	if err != nil {
-		a.Close()
-		return nil, fmt.Errorf("loading the requestState key ring: %w", err)
-	}
-	sealer, err := reqstate.New(ring, &reqstate.Options{Now: now})
-	if err != nil {
-		a.Close()
-		return nil, err
-	}
-	a.keys, a.sealer = keys, sealer
+	sealer := a.sealer
 	srv := mcpserver.New(mcp.Implementation{Name: "elicitd", Version: version, Title: "elicit reference server"}, &mcpserver.Options{
 		Instructions: instructions,
 		Sealer:       sealer,
@@ -444,7 +449,7 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 	if readyTimeout <= 0 {
 		readyTimeout = 5 * time.Second
 	}
-	a.readyz = readiness(&a.draining, st, keys, obs.audit, readyTimeout, logger)
+	a.readyz = readiness(&a.draining, st, a.keys, obs.audit, readyTimeout, logger)
 	handle("GET /healthz", http.HandlerFunc(healthz))
 	handle("GET /readyz", a.readyz)
 	if cfg.metricsAddr == "" {
