@@ -291,16 +291,9 @@ func parseFlags(cmd string, args []string) (*options, error) {
 			break
 		}
 	}
-	var operands []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		operands = append(operands, fs.Arg(0))
-		args = fs.Args()[1:]
+	operands, err := parseInterspersed(fs, args)
+	if err != nil {
+		return nil, err
 	}
 	switch {
 	case cmd == "call" && len(operands) != 1:
@@ -334,13 +327,35 @@ func parseFlags(cmd string, args []string) (*options, error) {
 	case o.noLogin && o.clientID != "":
 		return nil, errors.New("--client-id is for signing in, which --no-login forbids")
 	}
-	if u, err := url.Parse(o.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if !isHTTPURL(o.url) {
 		return nil, fmt.Errorf("--url %q is not an http(s) URL such as http://127.0.0.1:3000/mcp", o.url)
 	}
 	if cmd == "call" {
 		o.tool = operands[0]
 	}
 	return o, nil
+}
+
+// parseInterspersed parses args with fs, flags and operands in any
+// order, and returns the operands.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var operands []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return operands, nil
+		}
+		operands = append(operands, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// isHTTPURL reports whether s is an absolute http(s) URL with a host.
+func isHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // buildArgs merges --args and --arg into the tool arguments. A k=v value
