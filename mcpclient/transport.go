@@ -243,20 +243,12 @@ func (r *reading) read(ctx context.Context) (json.RawMessage, error) {
 	resp := r.resp
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	isJSON := mt == "application/json" || strings.HasSuffix(mt, "+json")
+	refused := resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden
 	switch {
-	case (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) &&
-		(isJSON || bearerChallenge(strings.Join(resp.Header.Values("WWW-Authenticate"), ", "))):
+	case refused && (isJSON || bearerChallenge(strings.Join(resp.Header.Values("WWW-Authenticate"), ", "))):
 		// Only an MCP-ish refusal is about the token: an HTML 403 (a
 		// login page's CSRF refusal, say) means a wrong endpoint.
-		ae := &AuthError{StatusCode: resp.StatusCode, WWWAuthenticate: strings.Join(resp.Header.Values("WWW-Authenticate"), ", ")}
-		if isJSON {
-			if b, err := r.body(); err == nil {
-				if m, err := decodeMsg(b); err == nil && m.Error != nil {
-					ae.RPC = r.rpcError(m.Error)
-				}
-			}
-		}
-		return nil, ae
+		return nil, r.authError(isJSON)
 	case resp.StatusCode == http.StatusOK && mt == "text/event-stream":
 		return r.stream(ctx)
 	case isJSON:
@@ -278,13 +270,28 @@ func (r *reading) read(ctx context.Context) (json.RawMessage, error) {
 		return nil, r.notMCP("the endpoint does not take POST", nil)
 	}
 	b, _ := r.body()
-	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+	switch {
+	case refused:
 		return nil, r.notMCP("a refusal with neither a JSON-RPC body nor a Bearer challenge: is the endpoint path right?", b)
-	}
-	if resp.StatusCode == http.StatusOK {
+	case resp.StatusCode == http.StatusOK:
 		return nil, r.notMCP("unexpected content type", b)
 	}
 	return nil, r.notMCP("unexpected HTTP status", b)
+}
+
+// authError is a 401 or 403 about the token, with the JSON-RPC error of
+// a JSON body.
+func (r *reading) authError(isJSON bool) *AuthError {
+	ae := &AuthError{StatusCode: r.resp.StatusCode, WWWAuthenticate: strings.Join(r.resp.Header.Values("WWW-Authenticate"), ", ")}
+	if !isJSON {
+		return ae
+	}
+	if b, err := r.body(); err == nil {
+		if m, err := decodeMsg(b); err == nil && m.Error != nil {
+			ae.RPC = r.rpcError(m.Error)
+		}
+	}
+	return ae
 }
 
 // bearerChallenge reports whether a WWW-Authenticate value (one or more
