@@ -750,17 +750,7 @@ func TestManualDriving(t *testing.T) {
 	hs, rec := newServer(t, nil)
 	c := mcpclient.New(hs.URL, &mcpclient.Options{Handlers: formHandlers()})
 	ctx := context.Background()
-	res, ir, err := c.CallToolOnce(ctx, "ask_form", nil, nil)
-	if err != nil || res != nil || ir == nil {
-		t.Fatalf("round 1: %v %v %v", err, res, ir)
-	}
-	if !ir.HasRequestState() || !reflect.DeepEqual(ir.Keys(), []string{"who"}) {
-		t.Fatalf("interim %+v", ir)
-	}
-	p, err := ir.InputRequests["who"].ElicitParams()
-	if err != nil || p.Message != "What is your name?" {
-		t.Fatalf("params %v %+v", err, p)
-	}
+	ir := wantAskFormRound(t, c)
 	if r, err := c.CallTool(ctx, "echo", map[string]string{"text": "between"}); err != nil || firstText(r) != "between" {
 		t.Fatalf("unrelated call: %v %+v", err, r)
 	}
@@ -776,11 +766,36 @@ func TestManualDriving(t *testing.T) {
 	if echo.Msg.Params.Name != "echo" || echo.Msg.Params.RequestState != nil || echo.Msg.Params.InputResponses != nil {
 		t.Fatalf("unrelated call carried MRTR fields: %s", echo.Body)
 	}
-	// The retry of one request cannot be used for another (MRTR-C-04).
+	checkRetryMisuse(t, c, rec, ir, answers)
+}
+
+// wantAskFormRound sends ask_form's first round by hand and checks its
+// interim result: one form question, "who", and a requestState.
+func wantAskFormRound(t *testing.T, c *mcpclient.Client) *mcpclient.InputRequired {
+	t.Helper()
+	res, ir, err := c.CallToolOnce(t.Context(), "ask_form", nil, nil)
+	if err != nil || res != nil || ir == nil {
+		t.Fatalf("round 1: %v %v %v", err, res, ir)
+	}
+	if !ir.HasRequestState() || !reflect.DeepEqual(ir.Keys(), []string{"who"}) {
+		t.Fatalf("interim %+v", ir)
+	}
+	p, err := ir.InputRequests["who"].ElicitParams()
+	if err != nil || p.Message != "What is your name?" {
+		t.Fatalf("params %v %+v", err, p)
+	}
+	return ir
+}
+
+// checkRetryMisuse: the retry of one request cannot be used for another
+// (MRTR-C-04); a Retry made by hand carries no state, so the server asks
+// afresh.
+func checkRetryMisuse(t *testing.T, c *mcpclient.Client, rec *recorder, ir *mcpclient.InputRequired, answers map[string]any) {
+	t.Helper()
+	ctx := t.Context()
 	if _, _, err := c.CallToolOnce(ctx, "echo", nil, ir.Retry(answers)); err == nil || !strings.Contains(err.Error(), "MRTR-C-04") {
 		t.Fatalf("retry used for another tool: %v", err)
 	}
-	// A Retry made by hand carries no state: the server asks afresh.
 	_, ir3, err := c.CallToolOnce(ctx, "ask_form", nil, &mcpclient.Retry{InputResponses: answers})
 	if err != nil || ir3 == nil {
 		t.Fatalf("hand-made retry: %v %v", err, ir3)
