@@ -331,72 +331,83 @@ func TestSessionCaps(t *testing.T) {
 func TestWire2025(t *testing.T) {
 	rs := startRaw(t, &legacy.Options{MaxRounds: 4, URLPolls: -1})
 	s := rs.open(t, "alice")
-	read := func(r *http.Response) string {
-		b, _ := io.ReadAll(r.Body)
-		r.Body.Close()
-		return fmt.Sprintf("%d %s", r.StatusCode, b)
-	}
-	answer := func(m *message, result string) {
-		r := rs.post(t, "alice", s, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":`+result+`}`)
-		r.Body.Close()
-		if r.StatusCode != http.StatusAccepted {
-			t.Fatalf("answer: HTTP %d", r.StatusCode)
-		}
-	}
-
 	t.Run("invalid action", func(t *testing.T) {
 		resp, sc, m := rs.ask(t, "alice", s, "ask_name")
 		defer resp.Body.Close()
-		answer(m, `{"action":"yolo"}`)
+		rs.answer(t, s, m, `{"action":"yolo"}`)
 		if m := nextReply(t, sc); m == nil || m.Error == nil || m.Error.Code != -32602 || !strings.HasPrefix(m.Error.Message, "Invalid elicitation answer: ") {
 			t.Fatalf("got %+v", m)
 		}
 	})
 	t.Run("page accepted, never completed", func(t *testing.T) {
-		resp, sc, m := rs.ask(t, "alice", s, "page")
-		defer resp.Body.Close()
-		for {
-			if m.Method == "elicitation/create" {
-				answer(m, `{"action":"accept"}`)
-			} else if m.ID != nil {
-				break
+		testPageNeverCompleted(t, rs, s)
+	})
+	tests := []struct {
+		name, session, body string
+		prefix              string   // the answer, "STATUS BODY", starts with it
+		want, not           []string // in it, not in it
+	}{
+		{"2026 _meta on a 2025 session is ignored", s,
+			`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+			"200 ", []string{"principal=alice"}, nil},
+		{"tools/list has no 2026 caching hints", s, `{"jsonrpc":"2.0","id":5,"method":"tools/list"}`,
+			"200 ", []string{`"echo"`}, []string{"ttlMs", "cacheScope"}},
+		{"body over the limit", s, `{"jsonrpc":"2.0","id":6,"method":"ping","params":{"_meta":{"x":"` + strings.Repeat("x", 5000) + `"}}}`,
+			`413 {"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Request body too large"}}` + "\n", nil, nil},
+		{"initialize with a non-object url capability", "",
+			`{"jsonrpc":"2.0","id":9,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"url":"yes"}},"clientInfo":{"name":"t","version":"1"}}}`,
+			`400 {"jsonrpc":"2.0","id":9,"error":{"code":-32602,"message":"Invalid params: capabilities.elicitation.url must be an object, not string"}}` + "\n", nil, nil},
+		{"initialize with array capabilities", "",
+			`{"jsonrpc":"2.0","id":9,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":[],"clientInfo":{"name":"t","version":"1"}}}`,
+			`400 {"jsonrpc":"2.0","id":9,"error":{"code":-32602,"message":"Invalid params: capabilities must be an object, not array"}}` + "\n", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := rs.post(t, "alice", tt.session, tt.body)
+			b, _ := io.ReadAll(r.Body)
+			r.Body.Close()
+			got := fmt.Sprintf("%d %s", r.StatusCode, b)
+			if !strings.HasPrefix(got, tt.prefix) {
+				t.Fatalf("got  %s\nwant %s", got, tt.prefix)
 			}
-			if m = next(t, sc); m == nil {
-				t.Fatal("stream ended")
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Fatalf("got %s, without %s", got, w)
+				}
 			}
-		}
-		if m.Error == nil || m.Error.Code != -32042 || !strings.Contains(m.Error.Message, "did not complete the page") || !strings.Contains(string(m.Error.Data), "https://example.com/page") {
-			t.Fatalf("got %+v", m.Error)
-		}
-	})
-	t.Run("2026 _meta on a 2025 session is ignored", func(t *testing.T) {
-		got := read(rs.post(t, "alice", s, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`))
-		if !strings.HasPrefix(got, "200 ") || !strings.Contains(got, "principal=alice") {
-			t.Fatalf("got %s", got)
-		}
-	})
-	t.Run("tools/list has no 2026 caching hints", func(t *testing.T) {
-		got := read(rs.post(t, "alice", s, `{"jsonrpc":"2.0","id":5,"method":"tools/list"}`))
-		if !strings.Contains(got, `"echo"`) || strings.Contains(got, "ttlMs") || strings.Contains(got, "cacheScope") {
-			t.Fatalf("got %s", got)
-		}
-	})
-	t.Run("body over the limit", func(t *testing.T) {
-		got := read(rs.post(t, "alice", s, `{"jsonrpc":"2.0","id":6,"method":"ping","params":{"_meta":{"x":"`+strings.Repeat("x", 5000)+`"}}}`))
-		if got != `413 {"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Request body too large"}}`+"\n" {
-			t.Fatalf("got %s", got)
-		}
-	})
-	for _, tc := range []struct{ params, want string }{
-		{`{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"url":"yes"}},"clientInfo":{"name":"t","version":"1"}}`, `Invalid params: capabilities.elicitation.url must be an object, not string`},
-		{`{"protocolVersion":"2025-11-25","capabilities":[],"clientInfo":{"name":"t","version":"1"}}`, `Invalid params: capabilities must be an object, not array`},
-	} {
-		t.Run("initialize "+tc.params, func(t *testing.T) {
-			got := read(rs.post(t, "alice", "", `{"jsonrpc":"2.0","id":9,"method":"initialize","params":`+tc.params+`}`))
-			want := `400 {"jsonrpc":"2.0","id":9,"error":{"code":-32602,"message":"` + tc.want + `"}}` + "\n"
-			if got != want {
-				t.Fatalf("got  %s\nwant %s", got, want)
+			for _, n := range tt.not {
+				if strings.Contains(got, n) {
+					t.Fatalf("got %s, with %s", got, n)
+				}
 			}
 		})
+	}
+}
+
+// answer posts result as the answer to the server's request m.
+func (rs *rawServer) answer(t *testing.T, session string, m *message, result string) {
+	t.Helper()
+	r := rs.post(t, "alice", session, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":`+result+`}`)
+	r.Body.Close()
+	if r.StatusCode != http.StatusAccepted {
+		t.Fatalf("answer: HTTP %d", r.StatusCode)
+	}
+}
+
+// testPageNeverCompleted: a URL elicitation accepted but whose page is
+// never completed ends the call with -32042 naming the page.
+func testPageNeverCompleted(t *testing.T, rs *rawServer, s string) {
+	resp, sc, m := rs.ask(t, "alice", s, "page")
+	defer resp.Body.Close()
+	for m.Method == "elicitation/create" || m.ID == nil {
+		if m.Method == "elicitation/create" {
+			rs.answer(t, s, m, `{"action":"accept"}`)
+		}
+		if m = next(t, sc); m == nil {
+			t.Fatal("stream ended")
+		}
+	}
+	if m.Error == nil || m.Error.Code != -32042 || !strings.Contains(m.Error.Message, "did not complete the page") || !strings.Contains(string(m.Error.Data), "https://example.com/page") {
+		t.Fatalf("got %+v", m.Error)
 	}
 }
