@@ -77,7 +77,7 @@
 //   - A handler's side: Handler, Request, Reply (Text, ToolResult,
 //     ToolError, PromptResult, ResourceResult), InputRequired and Ask,
 //     MissingCapability, RestartReason, MaxReasks.
-//   - Failures: ErrUnavailable, RetryData, ReasonStorageFull.
+//   - Failures: ErrUnavailable, ReasonStorageFull.
 //   - Observation for audit and metrics: Observer, Round, Outcome, Outcomes.
 package mcpserver
 
@@ -531,7 +531,7 @@ func (s *Server) wireError(in *transport.Incoming, err error) *jsonrpc.Error {
 	}
 	if unavailable(err) {
 		s.log.Warn("mcpserver: a dependency is unavailable", "method", in.Method, "name", in.Name, "err", err)
-		data := RetryData{Retryable: true, RetryAfterMs: 1000}
+		data := transport.RetryData{Retryable: true, RetryAfterMs: 1000}
 		msg := "Temporarily unavailable; retry later"
 		var ur interface{ UnavailableReason() string }
 		if errors.As(err, &ur) && ur.UnavailableReason() == ReasonStorageFull {
@@ -549,18 +549,11 @@ func (s *Server) wireError(in *transport.Incoming, err error) *jsonrpc.Error {
 // of a plain internal error.
 var ErrUnavailable = errors.New("temporarily unavailable")
 
-// RetryData is the data of a retryable -32603: the request did nothing
-// and may be sent again (with a new id) after RetryAfterMs milliseconds.
-type RetryData struct {
-	Retryable    bool `json:"retryable"`
-	RetryAfterMs int  `json:"retryAfterMs"`
-	// Reason, when set, says why: ReasonStorageFull for an error whose
-	// UnavailableReason method says so (store.ErrStorageFull).
-	Reason string `json:"reason,omitempty"`
-}
-
-// ReasonStorageFull is RetryData.Reason when the server's storage is full:
-// nothing was written, and a retry works once space is freed.
+// ReasonStorageFull is the reason member of a retryable -32603's data
+// ({"retryable":true,"retryAfterMs":1000,"reason":"storage_full"}) when
+// the server's storage is full: nothing was written, and a retry works
+// once space is freed. A handler error says so with an
+// UnavailableReason() string method returning it (store.ErrStorageFull).
 const ReasonStorageFull = "storage_full"
 
 // unavailable reports whether err means a dependency could not be reached:

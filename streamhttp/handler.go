@@ -123,7 +123,7 @@ func (h *Handler) refuseAuth(w http.ResponseWriter, r *http.Request, err error) 
 			h.log.Warn("streamhttp: cannot authenticate now", "reason", ae.Reason)
 			w.Header().Set("Retry-After", "1")
 			endpoint.WriteError(w, status, jsonrpc.ID{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Temporarily unavailable; retry later",
-				Data: mcpserver.RetryData{Retryable: true, RetryAfterMs: 1000}})
+				Data: transport.RetryData{Retryable: true, RetryAfterMs: 1000}})
 			return
 		}
 		h.log.Info("streamhttp: request not authenticated", "status", status, "reason", ae.Reason, "remote", r.RemoteAddr)
@@ -468,7 +468,7 @@ func (s *streamWriter) finish(resp *jsonrpc.Response) {
 		status := http.StatusOK
 		if resp.Error != nil {
 			status = endpoint.StatusFor(resp.Error.Code)
-			if rd, ok := resp.Error.Data.(mcpserver.RetryData); ok && rd.Retryable {
+			if rd, ok := resp.Error.Data.(transport.RetryData); ok && rd.Retryable {
 				status = http.StatusServiceUnavailable
 				s.w.Header().Set("Retry-After", strconv.Itoa((rd.RetryAfterMs+999)/1000))
 			}

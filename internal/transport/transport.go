@@ -30,6 +30,18 @@ import (
 	"github.com/mcp-elicit/elicit/mcp"
 )
 
+// RetryData is the data of a retryable -32603 (mcpserver.ErrUnavailable):
+// the request did nothing and may be sent again (with a new id) after
+// RetryAfterMs milliseconds. Streamable HTTP answers it with 503 and
+// Retry-After.
+type RetryData struct {
+	Retryable    bool `json:"retryable"`
+	RetryAfterMs int  `json:"retryAfterMs"`
+	// Reason, when set, says why: mcpserver.ReasonStorageFull for an
+	// error whose UnavailableReason method says so (store.ErrStorageFull).
+	Reason string `json:"reason,omitempty"`
+}
+
 // Server is what a transport needs from an *mcpserver.Server. Get it with Of.
 type Server interface {
 	// Serve answers one parsed call whose transport-level checks passed.
