@@ -65,21 +65,7 @@ func testOperationRoundTrip(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	op := newOp(t, "alice")
 	d := draft("d-1", "alice")
-	mustComplete(t, s, op, func(ctx context.Context, fx store.Effects) error {
-		if err := fx.Insert(ctx, d); err != nil {
-			return err
-		}
-		if d.Version != 1 || d.OperationID != op.ID {
-			return fmt.Errorf("after Insert: version %d, operation %q", d.Version, d.OperationID)
-		}
-		got, err := fx.Get(ctx, "report_draft", "d-1")
-		if err != nil || got.Status != "prepared" {
-			return fmt.Errorf("Get inside the transaction: %+v, %v", got, err)
-		}
-		// The effect decides the recorded outcome and result.
-		op.Outcome, op.Result = "prepared", []byte(`{"draft_id":"d-1"}`)
-		return nil
-	})
+	mustComplete(t, s, op, insertAndRecord(op, d))
 	got, err := s.GetOperation(ctx, op.ID)
 	if err != nil {
 		t.Fatalf("GetOperation: %v", err)
@@ -88,20 +74,47 @@ func testOperationRoundTrip(t *testing.T, s store.Store) {
 		string(got.Result) != `{"draft_id":"d-1"}` || !sameSecond(got.CompletedAt, base) {
 		t.Fatalf("GetOperation = %+v", got)
 	}
-	r, err := s.GetRecord(ctx, "report_draft", "d-1")
-	if err != nil {
-		t.Fatalf("GetRecord: %v", err)
-	}
-	if r.Principal != "alice" || r.Status != "prepared" || !bytes.Equal(r.Data, d.Data) || r.Version != 1 ||
-		r.OperationID != op.ID || !sameSecond(r.CreatedAt, base) || !sameSecond(r.UpdatedAt, base) {
-		t.Fatalf("GetRecord = %+v", r)
-	}
+	wantStoredDraft(t, s, d, op.ID)
 	// A nil effect records the operation alone; nil Result reads as empty.
 	bare := newOp(t, "alice")
 	bare.Outcome = "declined"
 	mustComplete(t, s, bare, nil)
 	if got, err := s.GetOperation(ctx, bare.ID); err != nil || got.Outcome != "declined" || got.Result == nil || len(got.Result) != 0 {
 		t.Fatalf("bare operation: %+v, %v", got, err)
+	}
+}
+
+// insertAndRecord is an effect that inserts d, checks what Insert set and
+// that Get sees it inside the transaction, then decides op's recorded
+// outcome and result.
+func insertAndRecord(op *store.Operation, d *store.Record) func(context.Context, store.Effects) error {
+	return func(ctx context.Context, fx store.Effects) error {
+		if err := fx.Insert(ctx, d); err != nil {
+			return err
+		}
+		if d.Version != 1 || d.OperationID != op.ID {
+			return fmt.Errorf("after Insert: version %d, operation %q", d.Version, d.OperationID)
+		}
+		got, err := fx.Get(ctx, d.Kind, d.ID)
+		if err != nil || got.Status != "prepared" {
+			return fmt.Errorf("Get inside the transaction: %+v, %v", got, err)
+		}
+		op.Outcome, op.Result = "prepared", []byte(`{"draft_id":"d-1"}`)
+		return nil
+	}
+}
+
+// wantStoredDraft fails unless the stored d is version 1, written by
+// operation opID at base.
+func wantStoredDraft(t *testing.T, s store.Store, d *store.Record, opID string) {
+	t.Helper()
+	r, err := s.GetRecord(context.Background(), d.Kind, d.ID)
+	if err != nil {
+		t.Fatalf("GetRecord: %v", err)
+	}
+	if r.Principal != d.Principal || r.Status != "prepared" || !bytes.Equal(r.Data, d.Data) || r.Version != 1 ||
+		r.OperationID != opID || !sameSecond(r.CreatedAt, base) || !sameSecond(r.UpdatedAt, base) {
+		t.Fatalf("GetRecord = %+v", r)
 	}
 }
 
