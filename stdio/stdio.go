@@ -479,7 +479,7 @@ func (s *session) serve(req *jsonrpc.Request) {
 		s.mu.Unlock()
 		s.log.Warn("stdio: too many requests in progress; refused", "max", s.o.MaxInFlight)
 		s.reply(req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("Too many requests in progress (%d); retry later", s.o.MaxInFlight),
-			Data: mcpserver.RetryData{Retryable: true, RetryAfterMs: 100}})
+			Data: transport.RetryData{Retryable: true, RetryAfterMs: 100}})
 		return
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
