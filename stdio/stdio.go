@@ -95,7 +95,7 @@ type Options struct {
 	MaxMessageBytes int
 	// MaxInFlight caps the requests served at once; 0 means
 	// DefaultMaxInFlight. A request beyond it gets a retryable -32603
-	// (mcpserver.RetryData) at once.
+	// (retryable, with retryAfterMs) at once.
 	MaxInFlight int
 	// ShutdownGrace bounds the wait for cancelled handlers when input ends
 	// or ctx is done; 0 means DefaultShutdownGrace.

@@ -280,16 +280,9 @@ func parseFlags(cmd string, args []string) (*options, error) {
 	default:
 		return nil, fmt.Errorf("unknown command %q", cmd)
 	}
-	// Everything after the first -- is the server's command line.
-	var after []string
-	for i, a := range args {
-		if a == "--" {
-			args, after = args[:i], args[i+1:]
-			if len(after) == 0 {
-				return nil, errors.New("-- must be followed by the server's command")
-			}
-			break
-		}
+	args, after, err := splitServerCommand(args)
+	if err != nil {
+		return nil, err
 	}
 	operands, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -300,40 +293,61 @@ func parseFlags(cmd string, args []string) (*options, error) {
 		return nil, errors.New("call needs exactly one TOOL name")
 	case cmd != "call" && len(operands) != 0:
 		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(operands, " "))
-	case command != "" && after != nil:
-		return nil, errors.New("give the server's command once: --command or after --")
-	case command != "":
-		if o.command = strings.Fields(command); len(o.command) == 0 {
-			return nil, errors.New("--command is empty")
-		}
-	case after != nil && cmd != "tools" && cmd != "call":
-		return nil, fmt.Errorf("%s takes no server command", cmd)
-	case after != nil:
-		o.command = after
 	}
-	switch {
-	case o.url != "" && o.command != nil:
-		return nil, errors.New("--url and a command exclude each other: one server at a time")
-	case o.command != nil:
-		if cmd == "call" {
-			o.tool = operands[0]
-		}
-		return o, nil
-	case o.url == "":
-		if cmd == "tools" || cmd == "call" {
-			return nil, errors.New("--url (or --command) is required")
-		}
-		return nil, errors.New("--url is required")
-	case o.noLogin && o.clientID != "":
-		return nil, errors.New("--client-id is for signing in, which --no-login forbids")
-	}
-	if !isHTTPURL(o.url) {
-		return nil, fmt.Errorf("--url %q is not an http(s) URL such as http://127.0.0.1:3000/mcp", o.url)
+	if err := o.setServer(command, after); err != nil {
+		return nil, err
 	}
 	if cmd == "call" {
 		o.tool = operands[0]
 	}
 	return o, nil
+}
+
+// splitServerCommand splits args at the first --: everything after it is
+// the server's command line.
+func splitServerCommand(args []string) (before, after []string, err error) {
+	for i, a := range args {
+		if a == "--" {
+			if len(args[i+1:]) == 0 {
+				return nil, nil, errors.New("-- must be followed by the server's command")
+			}
+			return args[:i], args[i+1:], nil
+		}
+	}
+	return args, nil, nil
+}
+
+// setServer sets the server to talk to: the command line of --command or
+// after --, or --url (an http(s) URL), exactly one of them.
+func (o *options) setServer(command string, after []string) error {
+	switch {
+	case command != "" && after != nil:
+		return errors.New("give the server's command once: --command or after --")
+	case command != "":
+		if o.command = strings.Fields(command); len(o.command) == 0 {
+			return errors.New("--command is empty")
+		}
+	case after != nil && o.cmd != "tools" && o.cmd != "call":
+		return fmt.Errorf("%s takes no server command", o.cmd)
+	case after != nil:
+		o.command = after
+	}
+	switch {
+	case o.url != "" && o.command != nil:
+		return errors.New("--url and a command exclude each other: one server at a time")
+	case o.command != nil:
+		return nil
+	case o.url == "":
+		if o.cmd == "tools" || o.cmd == "call" {
+			return errors.New("--url (or --command) is required")
+		}
+		return errors.New("--url is required")
+	case o.noLogin && o.clientID != "":
+		return errors.New("--client-id is for signing in, which --no-login forbids")
+	case !isHTTPURL(o.url):
+		return fmt.Errorf("--url %q is not an http(s) URL such as http://127.0.0.1:3000/mcp", o.url)
+	}
+	return nil
 }
 
 // parseInterspersed parses args with fs, flags and operands in any
