@@ -166,6 +166,14 @@ type Options struct {
 	// SignIn, if set, signs browsers in through an OpenID Connect issuer
 	// (jwtauth.OIDC) instead of the demo user-name form; see signin.go.
 	SignIn IdentityProvider
+	// InsecureDemoSignIn lets the demo sign-in (SignIn nil: the page asks
+	// a user name and no password) serve a BaseURL whose host is not
+	// loopback. Without it New refuses such a BaseURL: whoever reaches the
+	// pages could sign in as any user and finish or refuse that user's
+	// flows, which is the forwarded-link attack the same-user check exists
+	// to stop (SEC-U-S-06). Set it only for a demo on a network you
+	// control (elicitd --insecure-demo-auth).
+	InsecureDemoSignIn bool
 	// OnIdentityMismatch, when set, is called each time a page refuses a
 	// browser signed in as another user than the flow's (SEC-U-S-06,
 	// SEC-U-S-07), after the refusal is decided and before it is written:
@@ -233,8 +241,9 @@ type Service struct {
 }
 
 // New checks opts and returns a Service. It fails on a nil Store, a
-// MasterKey that is not 32 bytes, or a BaseURL that is not an absolute http
-// or https origin.
+// MasterKey that is not 32 bytes, a BaseURL that is not an absolute http
+// or https origin, or the demo sign-in (SignIn nil) at a BaseURL that is
+// not loopback without InsecureDemoSignIn.
 func New(opts Options) (*Service, error) {
 	if opts.Store == nil {
 		return nil, errors.New("connect: Options.Store is required")
@@ -246,6 +255,9 @@ func New(opts Options) (*Service, error) {
 	base, secure, err := parseBaseURL(opts.BaseURL)
 	if err != nil {
 		return nil, err
+	}
+	if opts.SignIn == nil && !opts.InsecureDemoSignIn && !loopbackOrigin(base) {
+		return nil, fmt.Errorf("connect: BaseURL %s is not loopback, and the demo sign-in (Options.SignIn nil) lets anyone sign in as any user: set SignIn to an identity provider, or InsecureDemoSignIn to accept that", base)
 	}
 	s := &Service{
 		store:      opts.Store,
@@ -294,6 +306,13 @@ func parseBaseURL(raw string) (base string, secure bool, err error) {
 		return "", false, fmt.Errorf("connect: BaseURL %q: must be an origin without path, query or fragment", raw)
 	}
 	return u.Scheme + "://" + u.Host, u.Scheme == "https" || loopbackHost(u.Hostname()), nil
+}
+
+// loopbackOrigin reports whether the origin base (as parseBaseURL
+// returns it) is on a loopback host.
+func loopbackOrigin(base string) bool {
+	u, err := url.Parse(base)
+	return err == nil && loopbackHost(u.Hostname())
 }
 
 // loopbackHost reports whether browsers treat http://host as a secure

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-elicit/elicit/auth"
 	"github.com/mcp-elicit/elicit/connect"
 	"github.com/mcp-elicit/elicit/reqstate/keyring"
 	"github.com/mcp-elicit/elicit/store"
@@ -983,7 +984,8 @@ func TestSecureCookiesOverHTTPS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	svc, err := connect.New(connect.Options{Store: st, MasterKey: make([]byte, 32), BaseURL: "https://mcp.example.com/", Logger: slog.New(slog.DiscardHandler)})
+	svc, err := connect.New(connect.Options{Store: st, MasterKey: make([]byte, 32), BaseURL: "https://mcp.example.com/", Logger: slog.New(slog.DiscardHandler),
+		InsecureDemoSignIn: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1048,6 +1050,29 @@ func TestNewValidation(t *testing.T) {
 	for _, tc := range cases {
 		if _, err := connect.New(tc.opts); err == nil {
 			t.Errorf("%s: New succeeded", tc.name)
+		}
+	}
+	// The demo sign-in (no SignIn) takes any user name, so it is served on
+	// loopback only, unless the caller accepts that.
+	for _, tc := range []struct {
+		base   string
+		signIn connect.IdentityProvider
+		demo   bool
+		ok     bool
+	}{
+		{"http://127.0.0.1:3000", nil, false, true},
+		{"http://[::1]:3000", nil, false, true},
+		{"http://localhost:3000", nil, false, true},
+		{"https://mcp.example.com", nil, false, false},
+		{"http://192.168.1.5:3000", nil, false, false},
+		{"http://0.0.0.0:8080", nil, false, false},
+		{"http://localhost.evil.com", nil, false, false},
+		{"https://mcp.example.com", nil, true, true},
+		{"https://mcp.example.com", refusingIdP{}, false, true},
+	} {
+		_, err := connect.New(connect.Options{Store: st, MasterKey: key, BaseURL: tc.base, SignIn: tc.signIn, InsecureDemoSignIn: tc.demo})
+		if (err == nil) != tc.ok || (err != nil && !strings.Contains(err.Error(), "InsecureDemoSignIn")) {
+			t.Errorf("%s (identity provider %v, InsecureDemoSignIn %v): %v", tc.base, tc.signIn != nil, tc.demo, err)
 		}
 	}
 	// The Service keeps its own copy of the key.
@@ -1288,7 +1313,7 @@ func ExampleService_StartFlow() {
 	svc, err := connect.New(connect.Options{
 		Store:     st,
 		MasterKey: key,
-		BaseURL:   "https://mcp.example.com",
+		BaseURL:   "http://127.0.0.1:3000",
 		Logger:    slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
@@ -1304,7 +1329,7 @@ func ExampleService_StartFlow() {
 	fmt.Println(strings.TrimSuffix(svc.FlowURL(f), f.ID) + "<flow id>")
 	fmt.Println(f.Status, len(f.ID), f.ExpiresAt.Sub(f.CreatedAt))
 	// Output:
-	// https://mcp.example.com/ui/set_api_key?flow=<flow id>
+	// http://127.0.0.1:3000/ui/set_api_key?flow=<flow id>
 	// pending 32 10m0s
 }
 
@@ -1344,4 +1369,15 @@ func TestCrossOriginPostsRefused(t *testing.T) {
 	req.Header.Set("Origin", "null")
 	resp, _ := h.do(alice, req)
 	wantStatus(t, resp, http.StatusOK)
+}
+
+// refusingIdP is an identity provider that signs nobody in.
+type refusingIdP struct{}
+
+func (refusingIdP) AuthCodeURL(state, nonce, verifier string) string {
+	return "https://idp.example/authorize"
+}
+
+func (refusingIdP) Exchange(ctx context.Context, code, iss, verifier, nonce string) (auth.Principal, error) {
+	return auth.Principal{}, auth.ErrUnauthenticated
 }

@@ -143,7 +143,7 @@ func TestRepeatedCookies(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			logs := &syncBuffer{}
 			svc, err := connect.New(connect.Options{Store: st, MasterKey: make([]byte, 32), BaseURL: tt.base,
-				Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+				Logger: slog.New(slog.NewJSONHandler(logs, nil)), InsecureDemoSignIn: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -191,7 +191,7 @@ func TestCookieNames(t *testing.T) {
 		"http://192.168.1.5:3000":   "elicit_session",
 		"http://localhost.evil.com": "elicit_session",
 	} {
-		svc, err := connect.New(connect.Options{Store: st, MasterKey: make([]byte, 32), BaseURL: base, Logger: slog.New(slog.DiscardHandler)})
+		svc, err := connect.New(connect.Options{Store: st, MasterKey: make([]byte, 32), BaseURL: base, Logger: slog.New(slog.DiscardHandler), InsecureDemoSignIn: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -396,7 +396,8 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 	a.closers = append(a.closers, closeAudit)
 	a.metricsHandler = promhttp.HandlerFor(obs.metrics.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)})
 	flows, err := connect.New(connect.Options{Store: st, MasterKey: master, BaseURL: cfg.publicURL, Logger: logger, Now: now, SignIn: authn.signIn,
-		OnIdentityMismatch: obs.identityMismatch, OnCookieConflict: obs.cookieConflict, MaxAttempts: cfg.maxOAuthAttempts})
+		OnIdentityMismatch: obs.identityMismatch, OnCookieConflict: obs.cookieConflict, MaxAttempts: cfg.maxOAuthAttempts,
+		InsecureDemoSignIn: cfg.insecureDemoAuth})
 	if err != nil {
 		a.Close()
 		return nil, err
