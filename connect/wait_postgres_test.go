@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-elicit/elicit/connect"
+	"github.com/mcp-elicit/elicit/internal/pagetest"
 	"github.com/mcp-elicit/elicit/store"
 	"github.com/mcp-elicit/elicit/store/postgres"
 	"github.com/mcp-elicit/elicit/store/postgres/pgtest"
@@ -63,7 +64,7 @@ func TestWaitFlowAcrossInstances(t *testing.T) {
 	}()
 	<-ticked
 	link := a.FlowURL(f)
-	if err := finishInBrowser(link, "alice", "sk_live_other_instance"); err != nil {
+	if err := pagetest.New().FinishKey(link, "alice", "sk_live_other_instance"); err != nil {
 		t.Fatal(err)
 	}
 	got := <-done
