@@ -14,7 +14,9 @@ import (
 	"testing"
 )
 
-var endpointRe = regexp.MustCompile(`MCP endpoint: (http://\S+)`)
+// endpointRe matches the endpoint line, as log.Printf("MCP endpoint: %s")
+// or streamhttp.ListenAndServe (`MCP endpoint url=...`) writes it.
+var endpointRe = regexp.MustCompile(`MCP endpoint:? (?:url=)?(http://\S+)`)
 
 // Start builds the main package in the test's working directory, runs it
 // with ADDR=127.0.0.1:0 (the programs listen there, on a free port), and
