@@ -5,8 +5,6 @@ import (
 	"cmp"
 	"context"
 	"log"
-	"net"
-	"net/http"
 	"os"
 
 	"github.com/mcp-elicit/elicit/elicit"
@@ -23,8 +21,10 @@ func greet(ctx context.Context, req *mcpserver.Request, _ struct{}) (mcpserver.R
 	switch a := elicit.Decode[Who](req.Elicitation("who")); a.Outcome {
 	case elicit.Accepted:
 		return mcpserver.Text("Hello, " + a.Value.Name + "!"), nil, nil
-	case elicit.Declined, elicit.Cancelled:
-		return mcpserver.ToolError("No name, no greeting."), nil, nil
+	case elicit.Declined: // a deliberate no: respect it
+		return mcpserver.ToolError("No greeting: you chose not to give your name."), nil, nil
+	case elicit.Cancelled: // dismissed: nothing was decided
+		return mcpserver.ToolError("No greeting yet: the question was closed unanswered. Call greet again to answer it."), nil, nil
 	}
 	return mcpserver.Ask().ElicitFormSchema("who", "What is your name?", elicit.MustFormFor[Who]()), nil, nil
 }
@@ -32,10 +32,6 @@ func greet(ctx context.Context, req *mcpserver.Request, _ struct{}) (mcpserver.R
 func main() {
 	s := mcpserver.New(mcp.Implementation{Name: "greeter", Version: "1.0.0"}, nil)
 	mcpserver.AddTool(s, &mcp.Tool{Name: "greet", Description: "Greets the user by name."}, greet)
-	ln, err := net.Listen("tcp", cmp.Or(os.Getenv("ADDR"), "127.0.0.1:8080"))
-	if err != nil {
-		log.Fatal(err)
-	}
-	log.Printf("MCP endpoint: http://%s/mcp", ln.Addr())
-	log.Fatal(http.Serve(ln, streamhttp.NewHandler(s, nil)))
+	addr := cmp.Or(os.Getenv("ADDR"), "127.0.0.1:8080")
+	log.Fatal(streamhttp.ListenAndServe(context.Background(), addr, s, nil))
 }

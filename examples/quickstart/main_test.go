@@ -30,8 +30,8 @@ func TestQuickstart(t *testing.T) {
 		text    string
 	}{
 		{&mcp.ElicitResult{Action: mcp.ActionAccept, Content: map[string]any{"name": "Ada"}}, false, "Hello, Ada!"},
-		{&mcp.ElicitResult{Action: mcp.ActionDecline}, true, "No name, no greeting."},
-		{&mcp.ElicitResult{Action: mcp.ActionCancel}, true, "No name, no greeting."},
+		{&mcp.ElicitResult{Action: mcp.ActionDecline}, true, "No greeting: you chose not to give your name."},
+		{&mcp.ElicitResult{Action: mcp.ActionCancel}, true, "No greeting yet: the question was closed unanswered. Call greet again to answer it."},
 	} {
 		res, err := answer(tt.answer).CallTool(ctx, "greet", nil)
 		if err != nil {

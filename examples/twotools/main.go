@@ -9,7 +9,7 @@
 // then, from a clone of this repository, as the user alice:
 //
 //	go run ./cmd/elicit call connect_billing --url http://127.0.0.1:8080/mcp --token alice
-//	go run ./cmd/elicit call refund --url http://127.0.0.1:8080/mcp --token alice --args '{"charge":"ch_1234"}'
+//	go run ./cmd/elicit call refund --url http://127.0.0.1:8080/mcp --token alice --arg charge=ch_1234
 //
 // ADDR sets the listen address (default 127.0.0.1:8080), DATA the
 // directory of the store and the vault key (default ./twotools-data).

@@ -87,8 +87,8 @@ func TestReadmeGoQuickStart(t *testing.T) {
 		text    string
 	}{
 		{mcp.ElicitResult{Action: mcp.ActionAccept, Content: map[string]any{"name": "Ada"}}, false, "Hello, Ada!"},
-		{mcp.ElicitResult{Action: mcp.ActionDecline}, true, "No name, no greeting."},
-		{mcp.ElicitResult{Action: mcp.ActionCancel}, true, "No name, no greeting."},
+		{mcp.ElicitResult{Action: mcp.ActionDecline}, true, "No greeting: you chose not to give your name."},
+		{mcp.ElicitResult{Action: mcp.ActionCancel}, true, "No greeting yet: the question was closed unanswered. Call greet again to answer it."},
 	} {
 		t.Run(tt.answer.Action, func(t *testing.T) {
 			asked := ""
