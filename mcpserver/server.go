@@ -109,7 +109,11 @@ type Options struct {
 	// Instructions are sent in server/discover.
 	Instructions string
 	// Sealer seals requestState. Nil means a fresh random key for this
-	// process only (fine for one instance; several instances must share keys).
+	// process only, with a random id ("ephemeral-" and 10 characters): fine
+	// for one instance, but a restart then refuses the questions in
+	// progress (-32602, logged as reason=unknown_key) and several instances
+	// must share keys. reqstate/keyring keeps a ring in a file across
+	// restarts.
 	Sealer *reqstate.Sealer
 	// Logger receives the real reasons of refused requestState and handler
 	// failures. Nil means slog.Default().
@@ -252,7 +256,9 @@ func New(info mcp.Implementation, opts *Options) *Server {
 	}
 	s.sealer = s.opts.Sealer
 	if s.sealer == nil {
-		s.sealer, _ = reqstate.New([]reqstate.Key{reqstate.NewKey("ephemeral")}, nil)
+		// The id is random too: after a restart, a state sealed by the
+		// old process is then an unknown key in the log, not a forgery.
+		s.sealer, _ = reqstate.New([]reqstate.Key{reqstate.NewKey("ephemeral-" + rand.Text()[:10])}, nil)
 	}
 	s.versions = s.opts.SupportedVersions
 	if len(s.versions) == 0 {
