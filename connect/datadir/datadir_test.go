@@ -2,6 +2,7 @@ package datadir_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -15,6 +16,8 @@ import (
 	"github.com/mcp-elicit/elicit/connect"
 	"github.com/mcp-elicit/elicit/connect/datadir"
 	"github.com/mcp-elicit/elicit/internal/pagetest"
+	"github.com/mcp-elicit/elicit/reqstate"
+	"github.com/mcp-elicit/elicit/reqstate/keyring"
 	"github.com/mcp-elicit/elicit/store/sqlite"
 )
 
@@ -42,12 +45,17 @@ func TestOpenKeepsSecretsAcrossRestarts(t *testing.T) {
 	if err := pagetest.New().FinishKey(d.Flows.FlowURL(f), "alice", "sk_live_kept"); err != nil {
 		t.Fatal(err)
 	}
+	bound := reqstate.Binding{Principal: "alice", Method: "tools/call", Name: "refund"}
+	state, err := d.Sealer.Seal(&reqstate.Claims{Binding: bound, Round: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	if runtime.GOOS != "windows" {
-		for name, want := range map[string]os.FileMode{"": 0o700, connect.MasterKeyFile: 0o600, datadir.DatabaseFile: 0o600} {
+		for name, want := range map[string]os.FileMode{"": 0o700, keyring.MasterKeyFile: 0o600, datadir.DatabaseFile: 0o600} {
 			fi, err := os.Stat(filepath.Join(dir, name))
 			if err != nil || fi.Mode().Perm() != want {
 				t.Errorf("%s/%s: %v %v, want mode %v", dir, name, fi.Mode().Perm(), err, want)
@@ -67,6 +75,10 @@ func TestOpenKeepsSecretsAcrossRestarts(t *testing.T) {
 	if err != nil || string(got) != "sk_live_kept" {
 		t.Fatalf("after reopening: %q %v", got, err)
 	}
+	// A question asked before the restart is answered after it.
+	if c, err := d.Sealer.Open(state, bound); err != nil || c.Round != 1 {
+		t.Fatalf("state sealed before reopening: %+v %v", c, err)
+	}
 	// The Store is the same database the Service uses.
 	if flow, err := d.Store.GetFlow(ctx, f.ID); err != nil || flow.Principal != "alice" {
 		t.Fatalf("Store.GetFlow: %+v %v", flow, err)
@@ -80,7 +92,7 @@ func TestOpenRefuses(t *testing.T) {
 	}
 	defer st.Close()
 	loose := t.TempDir()
-	if err := os.WriteFile(filepath.Join(loose, connect.MasterKeyFile), make([]byte, 32), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(loose, keyring.MasterKeyFile), make([]byte, 32), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
@@ -110,6 +122,27 @@ func TestOpenRefuses(t *testing.T) {
 				t.Fatalf("error %q, want one with %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// A master key file replaced after the database was set up is refused,
+// rather than sealing states and secrets no one can open.
+func TestOpenRefusesAnotherMasterKey(t *testing.T) {
+	dir := t.TempDir()
+	opts := connect.Options{BaseURL: "http://127.0.0.1:3000", Logger: quiet}
+	d, err := datadir.Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if err := os.WriteFile(filepath.Join(dir, keyring.MasterKeyFile), make([]byte, keyring.MasterKeySize), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := datadir.Open(dir, opts); !errors.Is(err, keyring.ErrWrongMasterKey) {
+		if err == nil {
+			d.Close()
+		}
+		t.Fatalf("another master key: %v", err)
 	}
 }
 

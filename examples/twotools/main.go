@@ -12,7 +12,9 @@
 //	go run ./cmd/elicit call refund --url http://127.0.0.1:8080/mcp --token alice --arg charge=ch_1234
 //
 // ADDR sets the listen address (default 127.0.0.1:8080), DATA the
-// directory of the store and the vault key (default ./twotools-data).
+// directory of the store, the vault key and the requestState key ring
+// (default ./twotools-data), so that connected accounts and questions in
+// progress survive a restart.
 // Sign-in is the demo kind, on the MCP endpoint (the bearer token is the
 // user name) and on the page (it asks a user name only), so the program
 // refuses to listen anywhere but on loopback; a real server sets
@@ -66,22 +68,23 @@ const (
 
 type tools struct{ flows *connect.Service }
 
-func (t tools) refund(ctx context.Context, req *mcpserver.Request, in RefundArgs) (mcpserver.Reply, Refunded, error) {
+// refund's output is a *Refunded, so the replies without one return nil.
+func (t tools) refund(ctx context.Context, req *mcpserver.Request, in RefundArgs) (mcpserver.Reply, *Refunded, error) {
 	if connected, err := t.flows.HasSecret(ctx, req.Principal, "billing_key"); err != nil {
-		return nil, Refunded{}, err
+		return nil, nil, err
 	} else if !connected {
-		return mcpserver.ToolError(TextNotConnected), Refunded{}, nil
+		return mcpserver.ToolError(TextNotConnected), nil, nil
 	}
 	switch a := elicit.Decode[RefundForm](req.Elicitation("refund")); a.Outcome {
 	case elicit.Accepted:
 		// A real server would read the key (t.flows.Secret) and refund here.
-		return nil, Refunded{Charge: in.Charge, Amount: a.Value.Amount, Reason: a.Value.Reason}, nil
+		return nil, &Refunded{Charge: in.Charge, Amount: a.Value.Amount, Reason: a.Value.Reason}, nil
 	case elicit.Declined:
-		return mcpserver.ToolError(TextDeclined), Refunded{}, nil
+		return mcpserver.ToolError(TextDeclined), nil, nil
 	case elicit.Cancelled:
-		return mcpserver.ToolError(TextCancelled), Refunded{}, nil
+		return mcpserver.ToolError(TextCancelled), nil, nil
 	}
-	return mcpserver.Ask().ElicitFormSchema("refund", "Refund charge "+in.Charge+": how much, and why?", elicit.MustFormFor[RefundForm]()), Refunded{}, nil
+	return mcpserver.Ask().ElicitFormSchema("refund", "Refund charge "+in.Charge+": how much, and why?", elicit.MustFormFor[RefundForm]()), nil, nil
 }
 
 // register adds both tools to s.
@@ -102,7 +105,8 @@ func main() {
 		log.Fatal(err)
 	}
 	defer data.Close()
-	s := mcpserver.New(mcp.Implementation{Name: "twotools", Version: "1.0.0"}, nil)
+	// data.Sealer keeps requestState's key in DATA: questions in progress survive a restart.
+	s := mcpserver.New(mcp.Implementation{Name: "twotools", Version: "1.0.0"}, &mcpserver.Options{Sealer: data.Sealer})
 	register(s, data.Flows)
 	mux := http.NewServeMux()
 	mux.Handle("/ui/", data.Flows.Handler())

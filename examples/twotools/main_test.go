@@ -7,8 +7,12 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mcp-elicit/elicit/connect"
@@ -207,6 +211,43 @@ func TestTwoTools(t *testing.T) {
 	// Arguments the schema refuses never reach the user.
 	if _, err := user(endpoint, "alice", never(t), nil).CallTool(t.Context(), "refund", map[string]any{"charge": "1234"}); err == nil {
 		t.Fatal("a charge id that breaks the pattern was accepted")
+	}
+}
+
+// Questions in progress survive a restart: a refund asked by one process
+// is answered to another on the same DATA (the requestState key ring is
+// kept there). The client reaches both at one address, through a proxy
+// switched while the user fills in the form.
+func TestTwoToolsRestart(t *testing.T) {
+	t.Setenv("DATA", t.TempDir())
+	before, after := progtest.Start(t), progtest.Start(t)
+	var target atomic.Pointer[url.URL]
+	setTarget := func(endpoint string) {
+		u, err := url.Parse(strings.TrimSuffix(endpoint, "/mcp"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		target.Store(u)
+	}
+	setTarget(before)
+	proxy := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target.Load()) }})
+	defer proxy.Close()
+
+	alice := user(proxy.URL+"/mcp", "alice", nil, func(p *mcp.ElicitRequestParams) *mcp.ElicitResult {
+		if err := pagetest.New().FinishKey(p.URL, "alice", "sk_live_alice_key"); err != nil {
+			t.Errorf("alice at her page: %v", err)
+		}
+		return &mcp.ElicitResult{Action: mcp.ActionAccept}
+	})
+	wantText(t, call(t, alice, "connect_billing", nil), false, connect.DefaultTexts("your billing account", "connect_billing").Connected)
+
+	alice = user(proxy.URL+"/mcp", "alice", func(p *mcp.ElicitRequestParams) *mcp.ElicitResult {
+		setTarget(after) // the restart, while the form is open
+		return &mcp.ElicitResult{Action: mcp.ActionAccept, Content: map[string]any{"amount": 7, "reason": "requested_by_customer"}}
+	}, nil)
+	res := call(t, alice, "refund", map[string]any{"charge": "ch_5678"})
+	if res.IsError || !strings.Contains(string(mustJSON(t, res.StructuredContent)), `"amount":7`) {
+		t.Fatalf("refund answered after a restart: %+v", res)
 	}
 }
 
