@@ -31,6 +31,14 @@ import (
 //     interface type (no outputSchema), the reply is sent as it is, and a
 //     non-nil out becomes its structuredContent.
 //
+// Make Out a pointer (*T, whose schema is T's) so that the replies that
+// carry no output return nil for it, not a T{}:
+//
+//	func refund(ctx context.Context, req *mcpserver.Request, in Args) (mcpserver.Reply, *Refunded, error) {
+//		...
+//		return mcpserver.ToolError("No refund was made: you declined."), nil, nil
+//	}
+//
 // An error is handled as for Handler: a *jsonrpc.Error goes to the client
 // as is, any other becomes -32603 and is logged.
 type ToolHandlerFor[In, Out any] func(ctx context.Context, req *Request, in In) (Reply, Out, error)
