@@ -229,11 +229,18 @@ func (a *InputRequired) requiredCapabilities(caps *mcp.ClientCapabilities) (mcp.
 	return need, missing
 }
 
+// MissingCapabilityMessage is the message of every -32021 error the
+// library sends: the capability gate before a question, Request.Require
+// (connect.Step's check) and MissingCapability with no message of its own.
+const MissingCapabilityMessage = "Missing required client capability"
+
 // MissingCapability returns the -32021 error naming what the request
-// needs (CAP-S-03). The HTTP binding answers it with status 400.
+// needs (CAP-S-03). The HTTP binding answers it with status 400. message
+// "" means MissingCapabilityMessage, which clients and users then see the
+// same from every tool; give another only to say something it does not.
 func MissingCapability(need mcp.ClientCapabilities, message string) *jsonrpc.Error {
 	if message == "" {
-		message = "Missing required client capability"
+		message = MissingCapabilityMessage
 	}
 	return &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapability, Message: message,
 		Data: mcp.MissingCapabilityData{RequiredCapabilities: need}}
@@ -616,7 +623,7 @@ func (s *Server) inputRequired(in *transport.Incoming, req *Request, binding req
 	}
 	// MRTR-S-08 / CAP-S-01: never ask for what this request did not declare.
 	if need, missing := a.requiredCapabilities(req.Capabilities()); missing {
-		return nil, MissingCapability(need, "This request needs a client capability it did not declare")
+		return nil, MissingCapability(need, "")
 	}
 	if stop, err := s.applyReaskRules(in, req, a); stop != nil || err != nil {
 		return stop, err
