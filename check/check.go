@@ -366,6 +366,13 @@ type Config struct {
 	// dropped for bad x-mcp-header annotations, a request on a response
 	// stream); they quote the server. Nil means slog.Default().
 	Logger *slog.Logger
+	// Progress, when set, is told before each retry that accepts a
+	// URL-mode request without finishing its page: a server may hold
+	// such a retry until the page is done (connect.Step holds it up to
+	// connect.DefaultWait, a minute) and answer only then, so a check of
+	// a URL tool can be quiet for minutes. The message is WaitNote. It
+	// runs on Run's goroutine.
+	Progress func(msg string)
 	// AllowEffects lets the checker complete the tool: accept with valid
 	// form content as often as the cases need (a dozen operations or
 	// more), each running the tool's effect — a draft prepared, a report

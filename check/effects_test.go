@@ -1,11 +1,13 @@
 package check
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -280,5 +282,48 @@ func TestWriteJSONTextAsText(t *testing.T) {
 	}
 	if !strings.Contains(js.String(), `R&D > plan <v2>`) {
 		t.Errorf("JSON report:\n%s", js.String())
+	}
+}
+
+// A retry that accepts a URL-mode request may be held by the server for a
+// minute; Config.Progress hears of each one before it is sent.
+func TestProgressBeforeURLAccept(t *testing.T) {
+	var (
+		mu            sync.Mutex
+		notes, unsaid int
+	)
+	s := &effectServer{}
+	s.start(t) // for its maps: the test serves it through hs, which watches
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		if strings.Contains(string(body), `"page":{"action":"accept"}`) {
+			if notes == 0 {
+				unsaid++
+			}
+			notes--
+		}
+		mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		s.serve(w, r)
+	}))
+	defer hs.Close()
+	rep, err := Run(context.Background(), Config{URL: hs.URL, Tool: "link", Token: "alice", FetchLinks: FetchNever,
+		Progress: func(msg string) {
+			if msg != WaitNote {
+				t.Errorf("progress %q", msg)
+			}
+			mu.Lock()
+			notes++
+			mu.Unlock()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rep.Result(CaseURLUnfinished); r.Verdict != Pass {
+		t.Fatalf("url-accept-unfinished: %s %s", r.Verdict, r.Observed)
+	}
+	if unsaid != 0 || notes != 0 {
+		t.Errorf("%d URL accepts sent without a note first; %d notes left over", unsaid, notes)
 	}
 }

@@ -52,14 +52,20 @@ var cases = []struct {
 	{CaseURLUnfinished, "accepting a URL-mode request without finishing the page is not a success: the server asks again or reports it incomplete", (*checker).caseURLUnfinished},
 }
 
+// WaitNote is the Config.Progress message before a retry that accepts a
+// URL-mode request whose page the checker does not finish.
+const WaitNote = "accepting a URL-mode request without finishing its page: a server that holds the retry until the page is done answers after its wait (a minute for connect.Step)"
+
 // checker is one run.
 type checker struct {
-	cfg   Config
-	a, b  *mcpclient.Client
-	full  mcp.ClientCapabilities
-	args  json.RawMessage
-	tool  *mcp.Tool
-	tools []*mcp.Tool
+	cfg Config
+	// urlKeys are the input request keys the server used for URL mode.
+	urlKeys map[string]bool
+	a, b    *mcpclient.Client
+	full    mcp.ClientCapabilities
+	args    json.RawMessage
+	tool    *mcp.Tool
+	tools   []*mcp.Tool
 
 	first *outcome
 	// control is the answer whose genuine retry moved the call on, and

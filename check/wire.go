@@ -138,7 +138,18 @@ type call struct {
 // redacted from the server's text before anything clips it (a clipped
 // token would no longer be found whole).
 func (c *checker) do(ctx context.Context, cl call) *outcome {
+	if c.cfg.Progress != nil && c.acceptsURL(cl) {
+		c.cfg.Progress(WaitNote)
+	}
 	o := send(ctx, cl)
+	for k, r := range o.requests {
+		if r.mode() == mcp.ElicitationModeURL {
+			if c.urlKeys == nil {
+				c.urlKeys = map[string]bool{}
+			}
+			c.urlKeys[k] = true
+		}
+	}
 	o.text = c.redact(o.text)
 	if c.eff != nil {
 		c.count(cl, o)
@@ -183,6 +194,19 @@ func (c *checker) count(cl call, o *outcome) {
 		c.completedStates[*cl.state] = o.text
 	}
 	c.eff.Completed = append(c.eff.Completed, clip(o.text, 200))
+}
+
+// acceptsURL reports whether cl answers a URL-mode request with accept.
+func (c *checker) acceptsURL(cl call) bool {
+	for k, raw := range cl.responses {
+		var a struct {
+			Action string `json:"action"`
+		}
+		if c.urlKeys[k] && json.Unmarshal(raw, &a) == nil && a.Action == mcp.ActionAccept {
+			return true
+		}
+	}
+	return false
 }
 
 // redactedError is an error whose text had the secrets removed; Unwrap

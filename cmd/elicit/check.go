@@ -77,6 +77,8 @@ func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return code
 	}
 	c.cfg.Logger = stderrLogger(stderr)
+	// A held URL-mode retry can keep the check quiet for a minute each.
+	c.cfg.Progress = func(msg string) { fmt.Fprintf(stderr, "elicit check: %s\n", msg) }
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	if c.login {

@@ -103,6 +103,10 @@ func TestCheckUnsafeServer(t *testing.T) {
 					t.Errorf("%s: a token in the report: %s", r.ID, r.Observed)
 				}
 			}
+			// The wait of a URL-mode accept is announced on stderr.
+			if note := "elicit check: " + check.WaitNote + "\n"; strings.Contains(errOut, note) != (tc.tool == "link_account") {
+				t.Errorf("stderr %q: the wait note should be there only for the URL tool", errOut)
+			}
 			if p := rep.Result(check.CaseStatePlaintext); p != nil && tc.forged != strings.Contains(p.Observed, "was ACCEPTED") {
 				t.Errorf("the edited (forged) state accepted should be %v: %s", tc.forged, p.Observed)
 			}
