@@ -645,8 +645,13 @@ func TestCSRF(t *testing.T) {
 			if tc.csrf != nil {
 				form["csrf"] = tc.csrf
 			}
-			resp, _ := h.post(alice, "/ui/set_api_key", form)
+			resp, body := h.post(alice, "/ui/set_api_key", form)
 			wantStatus(t, resp, http.StatusForbidden)
+			// The page says what is known, not a guess at where the form came from.
+			wantContains(t, body, "security token does not match your current sign-in")
+			if strings.Contains(body, "did not come from this site") {
+				t.Errorf("a bad csrf field blamed on another site: %s", body)
+			}
 			h.wantNoSecret("alice")
 			h.wantPending(f)
 		})
@@ -690,7 +695,7 @@ func TestLoginCSRF(t *testing.T) {
 			}
 			resp, body := h.post(cl, "/ui/login", tc.form)
 			wantStatus(t, resp, http.StatusForbidden)
-			wantContains(t, body, `id="login-form"`)
+			wantContains(t, body, `id="login-form"`, "does not match the sign-in cookie of this browser")
 			for _, ck := range resp.Cookies() {
 				if ck.Name == h.svc.CookieName(connect.SessionCookie) && ck.MaxAge >= 0 {
 					t.Fatal("session cookie set despite bad CSRF")

@@ -18,6 +18,15 @@ import (
 	"github.com/mcp-elicit/elicit/store"
 )
 
+// msgCSRFRefused answers a form whose csrf field is missing, malformed or
+// not this browser session's. The server cannot tell which (a page older
+// than the last sign-in, another browser's page, an edited or forged
+// form), so the text claims none of them.
+const (
+	msgCSRFRefused = "This form's security token does not match your current sign-in, so it was refused: the page may be older than your last sign-in, or the form was changed."
+	msgCSRFAgain   = " Nothing was stored. Open the link again for a fresh form."
+)
+
 // maxFormBytes bounds POST bodies; a form with a 4 KiB key is far smaller.
 const maxFormBytes = 64 << 10
 
@@ -418,7 +427,7 @@ func (s *Service) postLogin(w http.ResponseWriter, r *http.Request) {
 	c, err := r.Cookie(s.CookieName(LoginCSRFCookie))
 	if err != nil || !tokensEqual(c.Value, r.PostForm.Get("csrf")) {
 		s.audit(r.Context(), slog.LevelWarn, "csrf_rejected", slog.String("page", "login"), remote(r))
-		s.loginPage(w, r, http.StatusForbidden, next, "", "Your sign-in form expired. Please try again.")
+		s.loginPage(w, r, http.StatusForbidden, next, "", "This sign-in form does not match the sign-in cookie of this browser (the cookie is missing, or the form is older or was changed). Try again with this form; the browser must keep cookies for this site.")
 		return
 	}
 	username := strings.TrimSpace(r.PostForm.Get("username"))
@@ -487,7 +496,7 @@ func (s *Service) postLogout(w http.ResponseWriter, r *http.Request) {
 	}
 	if !tokensEqual(sess.CSRF, r.PostForm.Get("csrf")) {
 		s.audit(r.Context(), slog.LevelWarn, "csrf_rejected", slog.String("page", "logout"), slog.String("principal", sess.Principal), remote(r))
-		s.message(w, http.StatusForbidden, "Request refused", "This form expired or did not come from this site. Please try again.", "error", true, nil)
+		s.message(w, http.StatusForbidden, "Request refused", msgCSRFRefused+" You are still signed in. Reload the page and try again.", "error", true, nil)
 		return
 	}
 	if err := s.store.DeleteSession(r.Context(), sess.ID); err != nil {
@@ -619,7 +628,7 @@ func (s *Service) postKey(w http.ResponseWriter, r *http.Request) {
 	}
 	if !tokensEqual(sess.CSRF, r.PostForm.Get("csrf")) {
 		s.audit(ctx, slog.LevelWarn, "csrf_rejected", slog.String("page", "set_api_key"), slog.String("principal", sess.Principal), remote(r))
-		s.message(w, http.StatusForbidden, "Request refused", "This form expired or did not come from this site. Nothing was stored.", "error", true, sess)
+		s.message(w, http.StatusForbidden, "Request refused", msgCSRFRefused+msgCSRFAgain, "error", true, sess)
 		return
 	}
 	f := s.checkFlow(w, r, flowID, sess, false)

@@ -278,7 +278,7 @@ func (s *Service) connectPage(w http.ResponseWriter, r *http.Request, post bool)
 	}
 	if post && !tokensEqual(sess.CSRF, r.PostForm.Get("csrf")) {
 		s.audit(ctx, slog.LevelWarn, "csrf_rejected", slog.String("page", "connect"), slog.String("principal", sess.Principal), remote(r))
-		s.message(w, http.StatusForbidden, "Request refused", "This form expired or did not come from this site. Nothing was stored.", "error", true, sess)
+		s.message(w, http.StatusForbidden, "Request refused", msgCSRFRefused+msgCSRFAgain, "error", true, sess)
 		return
 	}
 	f := s.checkFlow(w, r, id, sess, true)
