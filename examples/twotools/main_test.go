@@ -4,13 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -27,57 +23,12 @@ import (
 // lines of handler code.
 const maxHandlerLines = 40
 
-// codeLines counts the lines of main.go in the top-level declarations
-// keep selects, leaving out blank lines and comment-only lines.
-func codeLines(t *testing.T, keep func(ast.Decl) bool) int {
-	t.Helper()
-	src, err := os.ReadFile("main.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "main.go", src, parser.ParseComments)
-	if err != nil {
-		t.Fatal(err)
-	}
-	comment := map[int]bool{} // lines a comment covers
-	for _, g := range f.Comments {
-		for l := fset.Position(g.Pos()).Line; l <= fset.Position(g.End()).Line; l++ {
-			comment[l] = true
-		}
-	}
-	lines := strings.Split(string(src), "\n")
-	n := 0
-	for _, d := range f.Decls {
-		if !keep(d) {
-			continue
-		}
-		for l := fset.Position(d.Pos()).Line; l <= fset.Position(d.End()).Line; l++ {
-			text := strings.TrimSpace(lines[l-1])
-			if text != "" && !(comment[l] && (strings.HasPrefix(text, "//") || strings.HasPrefix(text, "/*"))) {
-				n++
-			}
-		}
-	}
-	return n
-}
-
-func isImport(d ast.Decl) bool {
-	g, ok := d.(*ast.GenDecl)
-	return ok && g.Tok == token.IMPORT
-}
-
-func isMain(d ast.Decl) bool {
-	f, ok := d.(*ast.FuncDecl)
-	return ok && f.Recv == nil && f.Name.Name == "main"
-}
-
 // The handler code is every top-level declaration but the imports and
 // main (the wiring: listener, data directory, HTTP routes): the types,
 // texts, handler and registration of the two tools.
 func TestHandlerCode(t *testing.T) {
-	handler := codeLines(t, func(d ast.Decl) bool { return !isImport(d) && !isMain(d) })
-	wiring := codeLines(t, isMain)
+	handler := progtest.CodeLines(t, "main.go", progtest.HandlerCode)
+	wiring := progtest.CodeLines(t, "main.go", progtest.IsMain)
 	t.Logf("handler code: %d lines; main (wiring): %d lines (blank and comment lines not counted)", handler, wiring)
 	if handler > maxHandlerLines {
 		t.Errorf("handler code is %d lines, more than %d", handler, maxHandlerLines)
