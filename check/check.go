@@ -369,8 +369,8 @@ type Config struct {
 	// Progress, when set, is told before each retry that accepts a
 	// URL-mode request without finishing its page: a server may hold
 	// such a retry until the page is done (connect.Step holds it up to
-	// connect.DefaultWait, a minute) and answer only then, so a check of
-	// a URL tool can be quiet for minutes. The message is WaitNote. It
+	// connect.DefaultWait, 30 s) and answer only then, so a check of
+	// a URL tool can be quiet for a minute or more. The message is WaitNote. It
 	// runs on Run's goroutine.
 	Progress func(msg string)
 	// AllowEffects lets the checker complete the tool: accept with valid

@@ -54,7 +54,7 @@ var cases = []struct {
 
 // WaitNote is the Config.Progress message before a retry that accepts a
 // URL-mode request whose page the checker does not finish.
-const WaitNote = "accepting a URL-mode request without finishing its page: a server that holds the retry until the page is done answers after its wait (a minute for connect.Step)"
+const WaitNote = "accepting a URL-mode request without finishing its page: a server that holds the retry until the page is done answers after its wait (30 s by default for connect.Step)"
 
 // checker is one run.
 type checker struct {
