@@ -11,7 +11,7 @@
 //		log.Fatal(err)
 //	}
 //	defer data.Close()
-//	srv := mcpserver.New(impl, &mcpserver.Options{Sealer: data.Sealer})
+//	srv := mcpserver.New(mcp.Implementation{Name: "billing", Version: "1.0.0"}, &mcpserver.Options{Sealer: data.Sealer})
 //	step := &connect.Step{Flows: data.Flows, Purpose: "billing_key", Name: "your billing account"}
 //	step.Register(srv, &mcp.Tool{Name: "connect_billing", Description: "Connect the user's billing account."})
 //	mux.Handle("/ui/", data.Flows.Handler())
@@ -54,7 +54,9 @@ type Dir struct {
 	// rotation), so a state sealed before a restart opens after it. Give
 	// it to mcpserver.Options.Sealer. Its TTL is reqstate.DefaultTTL, or
 	// the Options' FlowTTL when that is longer, so that a link never
-	// outlives the state it was sent with.
+	// outlives the state it was sent with. The ring is read once, by
+	// Open: a rotation (keyring.Ring.Rotate) takes effect at the next
+	// Open.
 	Sealer *reqstate.Sealer
 }
 
