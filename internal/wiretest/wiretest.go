@@ -303,6 +303,10 @@ func (n *Normalizer) Normalize(b []byte) []byte {
 		if !ok {
 			return m
 		}
+		// mcpserver's default key has a random id per process.
+		if strings.HasPrefix(kid, "ephemeral-") {
+			kid = "ephemeral"
+		}
 		return []byte(`"requestState":"«requestState#` + strconv.Itoa(number(n.states, v)) + ` key=` + kid + `»"`)
 	})
 	return sessionRe.ReplaceAllFunc(b, func(m []byte) []byte {
