@@ -5,8 +5,8 @@
 // Origin checks against DNS rebinding, a body size limit, authentication,
 // and JSON or SSE responses.
 //
-// Validation order (docs/protocol.md §Validation order): method → Host/Origin (403) →
-// authentication (401) → body size (413) → JSON-RPC parse (400, -32700 /
+// Validation order (docs/protocol.md §Validation order): Host/Origin (403) → method
+// (405) → authentication (401) → body size (413) → JSON-RPC parse (400, -32700 /
 // -32600) → standard headers present (400, -32020) → required _meta
 // (400, -32602) → header/body equality (400, -32020) → version (400,
 // -32022) → method known (404, -32601) → Mcp-Param-* (400, -32020) →
@@ -145,13 +145,18 @@ func (h *Handler) refuseAuth(w http.ResponseWriter, r *http.Request, err error) 
 
 // ServeHTTP handles one POST.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Host first, whatever the method: a rebinding page learns nothing,
+	// not even which methods the endpoint takes (HTTP-S-02).
+	if !h.hostOK(w, r) {
+		return
+	}
 	if r.Method != http.MethodPost {
 		// HTTP-S-21: no standalone GET stream, no session to DELETE.
 		w.Header().Set("Allow", http.MethodPost)
 		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	p, ok := h.admit(w, r)
+	p, ok := h.authenticate(w, r)
 	if !ok {
 		return
 	}
@@ -198,16 +203,30 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw.finish(resp)
 }
 
+// hostOK runs the Host and Origin check (DNS rebinding, HTTP-S-02); on
+// failure it has answered 403 with a JSON-RPC error.
+func (h *Handler) hostOK(w http.ResponseWriter, r *http.Request) bool {
+	if h.hosts.allowed(r, false) {
+		return true
+	}
+	endpoint.WriteError(w, http.StatusForbidden, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Forbidden: Host or Origin not allowed"))
+	return false
+}
+
 // admit runs the endpoint's first checks on r: the Host and Origin check
 // (403) and authentication (401 with the challenge, or the status an
 // auth.Error names), in that order. Another handler that shares the
 // endpoint (package legacy) runs them through endpoint.Of. On failure it
 // has written the answer and ok is false.
 func (h *Handler) admit(w http.ResponseWriter, r *http.Request) (p auth.Principal, ok bool) {
-	if !h.hosts.allowed(r, false) {
-		endpoint.WriteError(w, http.StatusForbidden, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Forbidden: Host or Origin not allowed"))
+	if !h.hostOK(w, r) {
 		return p, false
 	}
+	return h.authenticate(w, r)
+}
+
+// authenticate is admit's second check; on failure it has answered.
+func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (p auth.Principal, ok bool) {
 	p, err := h.auth.Authenticate(r)
 	if err != nil {
 		h.refuseAuth(w, r, err)

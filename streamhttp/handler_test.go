@@ -106,6 +106,12 @@ func TestValidation(t *testing.T) {
 		{"GET", call{"GET", std("tools/list", ""), ""}, 405, 0},
 		{"DELETE", call{"DELETE", std("tools/list", ""), ""}, 405, 0},
 		{"bad host", call{"POST", with(std("tools/list", ""), "Host", "evil.example.com"), list}, 403, -32600},
+		// The Host is checked before the method (HTTP-S-02): a rebinding
+		// page gets 403 whatever it sends.
+		{"bad host GET", call{"GET", with(std("tools/list", ""), "Host", "evil.example.com"), ""}, 403, -32600},
+		{"bad host PUT", call{"PUT", with(std("tools/list", ""), "Host", "evil.example.com"), list}, 403, -32600},
+		{"bad host OPTIONS", call{"OPTIONS", with(std("tools/list", ""), "Host", "evil.example.com"), ""}, 403, -32600},
+		{"bad origin DELETE", call{"DELETE", with(std("tools/list", ""), "Origin", "http://evil.example.com"), ""}, 403, -32600},
 		{"bad origin", call{"POST", with(std("tools/list", ""), "Origin", "http://evil.example.com"), list}, 403, -32600},
 		{"good origin", call{"POST", with(std("tools/list", ""), "Origin", "http://localhost:1234"), list}, 200, 0},
 		{"too large", call{"POST", std("tools/list", ""), `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":"` + strings.Repeat("a", 5000) + `",` + meta + `}}`}, 413, -32600},

@@ -43,7 +43,11 @@ func TestHostCheckOnEveryRoute(t *testing.T) {
 			method, path := routePath(pattern)
 			seen[path] = true
 			t.Run(l.name+" "+pattern, func(t *testing.T) {
+				var doMethod func(method, host, origin string) *httptest.ResponseRecorder
 				do := func(host, origin string) *httptest.ResponseRecorder {
+					return doMethod(method, host, origin)
+				}
+				doMethod = func(method, host, origin string) *httptest.ResponseRecorder {
 					req := httptest.NewRequest(method, "http://"+host+path, strings.NewReader("{}"))
 					req.Header.Set("Content-Type", "application/json")
 					if origin != "" {
@@ -59,8 +63,11 @@ func TestHostCheckOnEveryRoute(t *testing.T) {
 					{"127.0.0.1", "http://evil.example"},
 					{"10.0.0.7", "http://evil.example"}, // an IP Host with a foreign Origin
 				} {
-					if rec := do(bad.host, bad.origin); rec.Code != http.StatusForbidden {
-						t.Errorf("Host %s Origin %q: %d %.100q", bad.host, bad.origin, rec.Code, rec.Body.String())
+					// Whatever the method: the Host is checked first.
+					for _, m := range []string{method, http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodOptions} {
+						if rec := doMethod(m, bad.host, bad.origin); rec.Code != http.StatusForbidden {
+							t.Errorf("%s Host %s Origin %q: %d %.100q", m, bad.host, bad.origin, rec.Code, rec.Body.String())
+						}
 					}
 				}
 				if rec := do("127.0.0.1", ""); rec.Code == http.StatusForbidden {
