@@ -84,7 +84,7 @@ func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if c.login {
 		tok, err := checkSignIn(ctx, c.cfg.URL, c.clientID, stdin, stderr)
 		if err != nil {
-			return c.fail("sign-in-failed", explain(err, c.cfg.Redact(c.cfg.URL), false))
+			return c.fail(kindSignInFailed, explain(err, c.cfg.Redact(c.cfg.URL), false))
 		}
 		if tok == "" {
 			fmt.Fprintf(stderr, "elicit check: the server did not ask to sign in; checking without a token\n")
@@ -136,7 +136,7 @@ func (c *checkCmd) parse(args []string) (code int, ok bool) {
 		// The flag package printed the error; --json may come after the
 		// bad flag, so it is looked for in args.
 		if c.asJSON || jsonRequested(args) {
-			writeJSONError(c.stdout, "usage", c.cfg.Redact(err.Error()))
+			writeJSONError(c.stdout, kindUsage, c.cfg.Redact(err.Error()))
 		}
 		return exitUsage, false
 	}
@@ -195,7 +195,7 @@ func (c *checkCmd) usage(format string, a ...any) int {
 	msg := fmt.Sprintf(format, a...)
 	fmt.Fprintf(c.stderr, "elicit check: %s\n\n%s", termtext.Line(msg), checkUsage)
 	if c.asJSON {
-		writeJSONError(c.stdout, "usage", msg)
+		writeJSONError(c.stdout, kindUsage, msg)
 	}
 	return exitUsage
 }
@@ -238,7 +238,7 @@ func (c *checkCmd) report(rep *check.Report) int {
 	return exitOK
 }
 
-// checkError returns the kind (a check.Kind constant, or "failed") and
+// checkError returns the kind (a check.Kind constant, or kindFailed) and
 // the message of Run's error, with the tokens and the URL's password
 // redacted: a server may echo the Authorization header in its errors. The
 // message may quote the server; it is cleaned where it is printed.
@@ -253,7 +253,7 @@ func checkError(err error, cfg *check.Config) (kind, msg string) {
 	case se != nil:
 		kind, msg = se.Kind, explain(err, cfg.Redact(cfg.URL), cfg.Token != "")
 	default:
-		kind, msg = "failed", explain(err, cfg.Redact(cfg.URL), cfg.Token != "")
+		kind, msg = kindFailed, explain(err, cfg.Redact(cfg.URL), cfg.Token != "")
 	}
 	return kind, cfg.Redact(msg)
 }
@@ -271,6 +271,16 @@ func jsonRequested(args []string) bool {
 	}
 	return false
 }
+
+// Kinds of the JSON error object of elicit check --json that are not
+// check.Kind constants. docs/elicit.md lists every kind the command can
+// print; TestCheckErrorKindsDocumented keeps it so, and wants every kind
+// passed to fail and writeJSONError named by a constant.
+const (
+	kindUsage        = "usage"          // exit 2: flags or arguments
+	kindSignInFailed = "sign-in-failed" // --login could not sign in
+	kindFailed       = "failed"         // any other error before the report
+)
 
 // writeJSONError prints {"error":{"kind":K,"message":M}} on w, so a
 // --json consumer always gets one JSON document on stdout.

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// stringConsts returns the string constants of the package in dir (test
+// files left out) whose names match name.
+func stringConsts(t *testing.T, dir string, name *regexp.Regexp) map[string]string {
+	t.Helper()
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, pkg := range pkgs {
+		ast.Inspect(pkg, func(n ast.Node) bool {
+			vs, ok := n.(*ast.ValueSpec)
+			if !ok {
+				return true
+			}
+			for i, id := range vs.Names {
+				if i >= len(vs.Values) || !name.MatchString(id.Name) {
+					continue
+				}
+				if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					v, _ := strconv.Unquote(lit.Value)
+					out[id.Name] = v
+				}
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// TestCheckErrorKindsDocumented: every kind elicit check --json can put in
+// its {"error":{"kind":K}} object — the check.Kind constants and this
+// command's own — is listed in docs/elicit.md, the list names no other,
+// and every kind passed to fail or writeJSONError is one of those
+// constants (a literal would escape this test).
+func TestCheckErrorKindsDocumented(t *testing.T) {
+	kinds := stringConsts(t, "../../check", regexp.MustCompile(`^Kind[A-Z]`))
+	for name, v := range stringConsts(t, ".", regexp.MustCompile(`^kind[A-Z]`)) {
+		kinds[name] = v
+	}
+	if len(kinds) < 10 {
+		t.Fatalf("found only %v: the constants moved?", kinds)
+	}
+	doc, err := os.ReadFile("../../docs/elicit.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)`\\{\"error\":\\{\"kind\":K,\"message\":M\\}\\}`\\s*\\(K one of (.*?)\\)").FindSubmatch(doc)
+	if m == nil {
+		t.Fatal(`docs/elicit.md has no "{"error":{"kind":K,"message":M}} (K one of …)" list`)
+	}
+	var listed []string
+	for _, q := range regexp.MustCompile("`([a-z][a-z-]*)`").FindAllSubmatch(m[1], -1) {
+		listed = append(listed, string(q[1]))
+	}
+	var values []string
+	for name, v := range kinds {
+		values = append(values, v)
+		if !slices.Contains(listed, v) {
+			t.Errorf("%s = %q is not in the kind list of docs/elicit.md (%v)", name, v, listed)
+		}
+	}
+	for _, l := range listed {
+		if !slices.Contains(values, l) {
+			t.Errorf("docs/elicit.md lists kind %q, which the code never prints", l)
+		}
+	}
+
+	// Every kind argument is a named constant.
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	for _, pkg := range pkgs {
+		ast.Inspect(pkg, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			var arg ast.Expr
+			switch fn := call.Fun.(type) {
+			case *ast.SelectorExpr:
+				if fn.Sel.Name == "fail" && len(call.Args) == 2 {
+					arg = call.Args[0]
+				}
+			case *ast.Ident:
+				if fn.Name == "writeJSONError" && len(call.Args) == 3 {
+					arg = call.Args[1]
+				}
+			}
+			if arg == nil {
+				return true
+			}
+			calls++
+			if _, lit := arg.(*ast.BasicLit); lit {
+				t.Errorf("%s: a kind written as a literal; name it with a kind constant", fset.Position(arg.Pos()))
+			}
+			return true
+		})
+	}
+	if calls < 4 {
+		t.Fatalf("found %d calls of fail and writeJSONError: renamed?", calls)
+	}
+}
