@@ -52,6 +52,7 @@ import (
 	"time"
 
 	"github.com/mcp-elicit/elicit/auth"
+	"github.com/mcp-elicit/elicit/elicit"
 	"github.com/mcp-elicit/elicit/internal/aead"
 	"github.com/mcp-elicit/elicit/reqstate"
 	"github.com/mcp-elicit/elicit/store"
@@ -138,8 +139,9 @@ type Options struct {
 	// keeps no reference to it.
 	MasterKey []byte
 	// BaseURL is the public origin the pages are served at, e.g.
-	// "http://127.0.0.1:3000": http or https, no path (the handler answers
-	// and redirects at /ui/...), no query. A trailing slash is dropped.
+	// "http://127.0.0.1:3000": https, or http on a loopback host only
+	// (elicit.CheckURL), no path (the handler answers and redirects at
+	// /ui/...), no query. A trailing slash is dropped.
 	// https, or http on a loopback host, makes cookies Secure and
 	// __Host- prefixed (use https outside development, SEC-U-S-04); the
 	// pages must then be opened at this host, not another name of it.
@@ -242,8 +244,9 @@ type Service struct {
 
 // New checks opts and returns a Service. It fails on a nil Store, a
 // MasterKey that is not 32 bytes, a BaseURL that is not an absolute http
-// or https origin, or the demo sign-in (SignIn nil) at a BaseURL that is
-// not loopback without InsecureDemoSignIn.
+// or https origin or is plain http on a host that is not loopback (the
+// flows' links would fail elicit.CheckURL), or the demo sign-in (SignIn
+// nil) at a BaseURL that is not loopback without InsecureDemoSignIn.
 func New(opts Options) (*Service, error) {
 	if opts.Store == nil {
 		return nil, errors.New("connect: Options.Store is required")
@@ -255,6 +258,12 @@ func New(opts Options) (*Service, error) {
 	base, secure, err := parseBaseURL(opts.BaseURL)
 	if err != nil {
 		return nil, err
+	}
+	// Every flow's link is built on base: refuse now an origin whose links
+	// a URL-mode elicitation may not carry (plain http off loopback), not
+	// after a flow was made for one.
+	if err := elicit.CheckURL(base + "/ui/set_api_key"); err != nil {
+		return nil, fmt.Errorf("connect: BaseURL %q: the flows' links would be refused: %w", base, err)
 	}
 	if opts.SignIn == nil && !opts.InsecureDemoSignIn && !loopbackOrigin(base) {
 		return nil, fmt.Errorf("connect: BaseURL %s is not loopback, and the demo sign-in (Options.SignIn nil) lets anyone sign in as any user: set SignIn to an identity provider, or InsecureDemoSignIn to accept that", base)

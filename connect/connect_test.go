@@ -1051,6 +1051,10 @@ func TestNewValidation(t *testing.T) {
 		{"path", connect.Options{Store: st, MasterKey: key, BaseURL: "https://example.com/mcp"}},
 		{"query", connect.Options{Store: st, MasterKey: key, BaseURL: "https://example.com?x=1"}},
 		{"userinfo", connect.Options{Store: st, MasterKey: key, BaseURL: "https://u:p@example.com"}},
+		// Its links would be refused by every URL-mode elicitation: plain
+		// http is for loopback hosts only (SEC-U-S-04).
+		{"http off loopback", connect.Options{Store: st, MasterKey: key, BaseURL: "http://myhost.test:3919"}},
+		{"http on a LAN address", connect.Options{Store: st, MasterKey: key, BaseURL: "http://192.0.2.7"}},
 	}
 	for _, tc := range cases {
 		if _, err := connect.New(tc.opts); err == nil {

@@ -149,7 +149,8 @@ var ErrUnsafeURL = errors.New("elicit: unsafe elicitation URL")
 
 // CheckURL applies the server-side rules for a URL-mode elicitation URL
 // (ELI-U-S-01, SEC-U-S-01, SEC-U-S-02, SEC-U-S-04): it must be an absolute
-// URL with a host, https (http only for loopback hosts, for development),
+// URL with a host, https (http only for loopback hosts — localhost,
+// *.localhost, 127.0.0.0/8, ::1 — for development),
 // and carry no user info or fragment. It cannot know whether the query holds
 // personal data; callers put only an opaque flow id there.
 func CheckURL(raw string) error {
@@ -175,8 +176,11 @@ func CheckURL(raw string) error {
 	return nil
 }
 
+// isLoopbackHost reports hosts browsers resolve to this computer and
+// treat as a secure context: localhost and names under .localhost (RFC
+// 6761), and loopback IP addresses.
 func isLoopbackHost(h string) bool {
-	if strings.EqualFold(h, "localhost") {
+	if h = strings.ToLower(strings.TrimSuffix(h, ".")); h == "localhost" || strings.HasSuffix(h, ".localhost") {
 		return true
 	}
 	ip := net.ParseIP(h)

@@ -19,6 +19,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/mcp-elicit/elicit/elicit"
 	"github.com/mcp-elicit/elicit/store"
 )
 
@@ -385,8 +386,8 @@ func (cfg *config) checkMetrics() error {
 // checkPublicURL fills --public-url from --addr when empty and checks it
 // is an origin; host is --addr's host.
 func (cfg *config) checkPublicURL(host string) error {
-	fromListener := false
-	if cfg.publicURL == "" {
+	fromListener, derived := false, cfg.publicURL == ""
+	if derived {
 		cfg.publicURL = "http://" + cfg.addr
 		if _, port, _ := net.SplitHostPort(cfg.addr); port == "0" {
 			// A free port is only known once bound: run sets the origin
@@ -408,6 +409,15 @@ func (cfg *config) checkPublicURL(host string) error {
 		return fmt.Errorf("--public-url %s is not a loopback origin: demo auth lets anyone claim any user; use --auth jwt, or pass --insecure-demo-auth to accept that", cfg.publicURL)
 	}
 	cfg.publicURL = canonicalOrigin(u)
+	// The flows' links are built on this origin; one the URL-mode rules
+	// refuse (plain http off loopback, SEC-U-S-04) would fail every URL
+	// tool after its flow was made.
+	if err := elicit.CheckURL(cfg.publicURL + "/ui/"); err != nil {
+		if derived {
+			return fmt.Errorf("--addr %s is not a loopback address: set --public-url to the https origin users' browsers reach this server at (URL-mode links may be plain http only on loopback)", cfg.addr)
+		}
+		return fmt.Errorf("--public-url %s: URL-mode links may be plain http only on a loopback host (localhost, *.localhost, 127.0.0.1, [::1]); use an https origin, e.g. a TLS proxy in front of elicitd", cfg.publicURL)
+	}
 	cfg.publicURLFromListener = fromListener
 	return nil
 }

@@ -106,6 +106,11 @@ func TestConfigErrors(t *testing.T) {
 		{"demo auth behind a public origin", []string{"--public-url", "https://mcp.example.com"}, nil, "", "--insecure-demo-auth"},
 		{"public origin from env", nil, map[string]string{"ELICIT_PUBLIC_URL": "http://192.0.2.7:3000"}, "", "--insecure-demo-auth"},
 		{"IDN public origin", []string{"--public-url", "http://bücher.example", "--insecure-demo-auth"}, nil, "", "punycode"},
+		// Plain http off loopback: every URL tool's link would be refused
+		// (N5), so elicitd refuses to start instead of failing each call.
+		{"plain http public origin", []string{"--public-url", "http://myhost.test:3919", "--insecure-demo-auth"}, nil, "", "--public-url http://myhost.test:3919: URL-mode links may be plain http only on a loopback host"},
+		{"plain http LAN origin", []string{"--public-url", "http://192.0.2.7:3000", "--insecure-demo-auth"}, nil, "", "plain http only on a loopback host"},
+		{"wildcard addr without public origin", []string{"--addr", "0.0.0.0:3000", "--insecure-demo-auth"}, nil, "", "set --public-url"},
 		{"public origin port out of range", []string{"--public-url", "http://127.0.0.1:99999"}, nil, "", "valid port"},
 		{"public origin with userinfo", []string{"--public-url", "http://a@127.0.0.1:3000"}, nil, "", "--public-url"},
 		{"public origin with query", []string{"--public-url", "http://127.0.0.1:3000/?x=1"}, nil, "", "--public-url"},

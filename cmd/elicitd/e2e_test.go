@@ -581,7 +581,7 @@ func TestParseFlags(t *testing.T) {
 	if _, err := parseFlags([]string{"--addr", "0.0.0.0:3000"}, io.Discard); err == nil {
 		t.Fatal("non-loopback address accepted without --insecure-demo-auth")
 	}
-	if _, err := parseFlags([]string{"--addr", "0.0.0.0:3000", "--insecure-demo-auth"}, io.Discard); err != nil {
+	if _, err := parseFlags([]string{"--addr", "0.0.0.0:3000", "--public-url", "https://mcp.example.com", "--insecure-demo-auth"}, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := parseFlags(nil, io.Discard)
