@@ -45,7 +45,6 @@ import (
 	"fmt"
 	"html/template"
 	"log/slog"
-	"net"
 	"net/url"
 	"strings"
 	"sync"
@@ -70,11 +69,10 @@ const (
 )
 
 // Cookie base names. Every cookie the pages set is HttpOnly, SameSite=Lax
-// and Path=/. Where browsers accept Secure cookies — an https BaseURL, or
-// http on a loopback host (localhost, *.localhost, 127.0.0.0/8, [::1]),
-// which browsers treat as a secure context — each is also Secure and named
-// HostPrefix + base name (CookieName), so a browser takes it only from
-// this very host, with Path=/ and no Domain: a sibling subdomain cannot
+// and Path=/. Every BaseURL is https or http on a loopback host
+// (localhost, *.localhost, 127.0.0.0/8, [::1]), which browsers treat as a
+// secure context, so each is also Secure and named HostPrefix + base name
+// (CookieName): a browser takes it only from this very host, with Path=/ and no Domain: a sibling subdomain cannot
 // set it at all, and no origin can set it under a narrower path.
 //
 // A request that carries one of these cookies more than once (any
@@ -225,7 +223,6 @@ type Service struct {
 	store      Store
 	aead       *aead.AEAD
 	baseURL    string
-	secure     bool // cookies are Secure and HostPrefix-named
 	log        *slog.Logger
 	flowTTL    time.Duration
 	sessionTTL time.Duration
@@ -255,7 +252,7 @@ func New(opts Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	base, secure, err := parseBaseURL(opts.BaseURL)
+	base, err := parseBaseURL(opts.BaseURL)
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +269,6 @@ func New(opts Options) (*Service, error) {
 		store:      opts.Store,
 		aead:       aead,
 		baseURL:    base,
-		secure:     secure,
 		log:        opts.Logger,
 		flowTTL:    opts.FlowTTL,
 		sessionTTL: opts.SessionTTL,
@@ -300,21 +296,21 @@ func New(opts Options) (*Service, error) {
 	return s, nil
 }
 
-func parseBaseURL(raw string) (base string, secure bool, err error) {
+func parseBaseURL(raw string) (base string, err error) {
 	raw = strings.TrimSuffix(raw, "/")
 	u, err := url.Parse(raw)
 	if err != nil || raw == "" {
-		return "", false, fmt.Errorf("connect: invalid BaseURL %q", raw)
+		return "", fmt.Errorf("connect: invalid BaseURL %q", raw)
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return "", false, fmt.Errorf("connect: BaseURL %q: scheme must be http or https", raw)
+		return "", fmt.Errorf("connect: BaseURL %q: scheme must be http or https", raw)
 	case u.Host == "" || u.User != nil:
-		return "", false, fmt.Errorf("connect: BaseURL %q: needs a host and no user info", raw)
+		return "", fmt.Errorf("connect: BaseURL %q: needs a host and no user info", raw)
 	case u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
-		return "", false, fmt.Errorf("connect: BaseURL %q: must be an origin without path, query or fragment", raw)
+		return "", fmt.Errorf("connect: BaseURL %q: must be an origin without path, query or fragment", raw)
 	}
-	return u.Scheme + "://" + u.Host, u.Scheme == "https" || loopbackHost(u.Hostname()), nil
+	return u.Scheme + "://" + u.Host, nil
 }
 
 // loopbackOrigin reports whether the origin base (as parseBaseURL
@@ -337,14 +333,10 @@ func loopbackHost(host string) bool {
 }
 
 // CookieName returns the name the cookie called base (SessionCookie,
-// LoginCSRFCookie or SignInCookie) is set under: HostPrefix + base where
-// cookies are Secure (an https BaseURL, or http on loopback), else base.
-func (s *Service) CookieName(base string) string {
-	if s.secure {
-		return HostPrefix + base
-	}
-	return base
-}
+// LoginCSRFCookie or SignInCookie) is set under: HostPrefix + base. Every
+// BaseURL New accepts is https or http on a loopback host, where browsers
+// accept Secure and __Host- cookies.
+func (s *Service) CookieName(base string) string { return HostPrefix + base }
 
 // Now returns the Service's clock reading, so callers judge expiry with the
 // same clock the pages use.

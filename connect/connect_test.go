@@ -364,7 +364,7 @@ func checkSecurityHeaders(t *testing.T, resp *http.Response) {
 		"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
 		"X-Frame-Options":         "DENY",
 		"Cache-Control":           "no-store",
-		"Referrer-Policy":         "no-referrer",
+		"Referrer-Policy":         "same-origin",
 		"X-Content-Type-Options":  "nosniff",
 	}
 	for k, v := range want {
@@ -1371,11 +1371,24 @@ func TestCrossOriginPostsRefused(t *testing.T) {
 	if n := len(h.auditLines("cross_origin_refused")); n != 4 {
 		t.Fatalf("%d cross_origin_refused audit lines, want 4", n)
 	}
-	// A same-origin browser post (Origin null under no-referrer) is served.
+	// An opaque origin is refused whatever Sec-Fetch-Site says: a
+	// sandboxed frame, or a post another site redirected here.
+	for _, site := range []string{"", "same-origin", "none"} {
+		req, _ := http.NewRequest(http.MethodPost, h.abs("/ui/set_api_key"), strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if site != "" {
+			req.Header.Set("Sec-Fetch-Site", site)
+		}
+		req.Header.Set("Origin", "null")
+		resp, _ := h.do(alice, req)
+		wantStatus(t, resp, http.StatusForbidden)
+		h.wantNoSecret("alice")
+	}
+	// The pages' own post (this origin, Referrer-Policy same-origin) is served.
 	req, _ := http.NewRequest(http.MethodPost, h.abs("/ui/set_api_key"), strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Sec-Fetch-Site", "same-origin")
-	req.Header.Set("Origin", "null")
+	req.Header.Set("Origin", h.abs(""))
 	resp, _ := h.do(alice, req)
 	wantStatus(t, resp, http.StatusOK)
 }
@@ -1389,4 +1402,40 @@ func (refusingIdP) AuthCodeURL(state, nonce, verifier string) string {
 
 func (refusingIdP) Exchange(ctx context.Context, code, iss, verifier, nonce string) (auth.Principal, error) {
 	return auth.Principal{}, auth.ErrUnauthenticated
+}
+
+// Login CSRF with a planted double-submit pair (review N7): another port of
+// the same host can set the CSRF cookie to a value it chose and post that
+// value, redirected so the browser sends "Origin: null". The post is
+// refused and nobody is signed in; the same post with this origin, as the
+// login page's own form sends it, signs in.
+func TestLoginWithOpaqueOriginRefused(t *testing.T) {
+	h := newHarness(t)
+	const planted = "KNOWNKNOWNKNOWNKNOWNKNOWNKNOWNKNOWNKNOWN123"
+	post := func(origin, site string) *http.Response {
+		form := url.Values{"username": {"mallory"}, "csrf": {planted}, "next": {"/ui/"}}
+		req, _ := http.NewRequest(http.MethodPost, h.abs("/ui/login"), strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.AddCookie(&http.Cookie{Name: h.svc.CookieName(connect.LoginCSRFCookie), Value: planted})
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		if site != "" {
+			req.Header.Set("Sec-Fetch-Site", site)
+		}
+		resp, _ := h.do(&http.Client{Transport: h.rec, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, req)
+		return resp
+	}
+	for _, site := range []string{"", "same-origin", "same-site"} {
+		resp := post("null", site)
+		wantStatus(t, resp, http.StatusForbidden)
+		for _, c := range resp.Cookies() {
+			if c.Name == h.svc.CookieName(connect.SessionCookie) && c.Value != "" {
+				t.Fatalf("Origin null, Sec-Fetch-Site %q: a session cookie was set", site)
+			}
+		}
+	}
+	if resp := post(h.abs(""), "same-origin"); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the login form's own post: %d, want 303", resp.StatusCode)
+	}
 }

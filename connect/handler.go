@@ -32,12 +32,15 @@ const maxFormBytes = 64 << 10
 
 // securityHeaders go on every response: no scripts, no framing
 // (clickjacking the key form), no caching and no Referer leaking the flow
-// URL.
+// URL to another site. The referrer policy is same-origin, not
+// no-referrer: under no-referrer a browser sends "Origin: null" on the
+// pages' own form posts, which sameOrigin could then not tell from a
+// sandboxed frame's or a cross-site redirect's.
 var securityHeaders = [][2]string{
 	{"Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"},
 	{"X-Frame-Options", "DENY"},
 	{"Cache-Control", "no-store"},
-	{"Referrer-Policy", "no-referrer"},
+	{"Referrer-Policy", "same-origin"},
 	{"X-Content-Type-Options", "nosniff"},
 }
 
@@ -236,14 +239,14 @@ func (s *Service) cookie(base, value string, maxAge int) *http.Cookie {
 		Path:     cookiePath,
 		MaxAge:   maxAge,
 		HttpOnly: true,
-		Secure:   s.secure,
+		Secure:   true,
 		SameSite: http.SameSiteLaxMode,
 	}
 }
 
 // expiry returns a Set-Cookie that deletes the cookie name at path.
 func (s *Service) expiry(name, path string) *http.Cookie {
-	return &http.Cookie{Name: name, Path: path, MaxAge: -1, HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode}
+	return &http.Cookie{Name: name, Path: path, MaxAge: -1, HttpOnly: true, Secure: true, SameSite: http.SameSiteLaxMode}
 }
 
 // session returns the request's live session, or nil if it has none, an
@@ -268,13 +271,11 @@ func (s *Service) session(r *http.Request) (*store.Session, error) {
 }
 
 // expireLegacyCookies drops session cookies of earlier versions, which
-// are no longer read: the one under legacyCookiePath and, where the
-// cookie is now HostPrefix-named, the unprefixed one under Path=/.
+// are no longer read: the one under legacyCookiePath and the unprefixed
+// one under Path=/.
 func (s *Service) expireLegacyCookies(w http.ResponseWriter) {
 	http.SetCookie(w, s.expiry(SessionCookie, legacyCookiePath))
-	if s.secure {
-		http.SetCookie(w, s.expiry(SessionCookie, cookiePath))
-	}
+	http.SetCookie(w, s.expiry(SessionCookie, cookiePath))
 }
 
 // repeatedCookies returns the base names of the pages' cookies that r
@@ -326,10 +327,8 @@ func (s *Service) refuseRepeatedCookies(w http.ResponseWriter, r *http.Request, 
 				continue
 			}
 			seen[c.Name] = true
-			if strings.HasPrefix(c.Name, HostPrefix) {
-				if s.secure { // only Path=/ and Secure are accepted for it
-					http.SetCookie(w, s.expiry(c.Name, cookiePath))
-				}
+			if strings.HasPrefix(c.Name, HostPrefix) { // only Path=/ and Secure are accepted for it
+				http.SetCookie(w, s.expiry(c.Name, cookiePath))
 				continue
 			}
 			for _, p := range paths {
@@ -697,10 +696,19 @@ func (s *Service) completeConflict(ctx context.Context, w http.ResponseWriter, r
 func notPrintable(r rune) bool { return !unicode.IsGraphic(r) }
 
 // sameOrigin refuses cross-site form posts (login CSRF included, whose
-// double-submit cookie another site on the same host could plant). Browsers
-// send Sec-Fetch-Site; older ones send Origin (or "null" under our
-// no-referrer policy). A request with neither is not from a browser form.
+// double-submit cookie another site on the same host could plant).
+// Browsers send Sec-Fetch-Site to https and loopback origins (the only
+// ones a BaseURL may have) and Origin on every POST; the pages' own posts
+// carry this origin (Referrer-Policy same-origin). "Origin: null" is an
+// opaque origin — a sandboxed frame, a data: URL, a post redirected from
+// another site — and is refused whatever Sec-Fetch-Site says. A request
+// with neither header is not from a browser, so no browser's cookies can
+// be abused through it; it still needs the CSRF token of its form.
 func sameOrigin(r *http.Request, base string) bool {
+	o := r.Header.Get("Origin")
+	if o == "null" {
+		return false
+	}
 	switch r.Header.Get("Sec-Fetch-Site") {
 	case "":
 	case "same-origin", "none":
@@ -708,6 +716,5 @@ func sameOrigin(r *http.Request, base string) bool {
 	default:
 		return false
 	}
-	o := r.Header.Get("Origin")
-	return o == "" || o == "null" || o == base
+	return o == "" || o == base
 }

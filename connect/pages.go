@@ -28,7 +28,7 @@ var pages = template.Must(template.New("pages").Parse(`
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
+<meta name="referrer" content="same-origin">
 <title>{{.Title}}</title>
 <style>
 body{font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;padding:1rem;color:#1a1a1a;background:#f4f4f4}

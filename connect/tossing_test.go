@@ -130,8 +130,8 @@ func TestRepeatedCookies(t *testing.T) {
 		{"session and a __Secure- one", "https://mcp.example.com", "/connect/" + strings.Repeat("0", 32), "__Secure-elicit_session=" + tok('a') + "; __Host-elicit_session=" + tok('b'), true},
 		{"login CSRF twice", "https://mcp.example.com", "/ui/login", "elicit_csrf=" + tok('a') + "; __Host-elicit_csrf=" + tok('b'), true},
 		{"sign-in twice", "https://mcp.example.com", "/ui/login/callback", "elicit_signin=x; __Host-elicit_signin=y", true},
-		{"plain http: session twice", "http://elicit.test", "/ui/set_api_key", "elicit_session=" + tok('a') + "; elicit_session=" + tok('b'), true},
-		{"plain http: a __Host- one beside", "http://elicit.test", "/ui/", "__Host-elicit_session=" + tok('a') + "; elicit_session=" + tok('b'), true},
+		{"loopback http: session twice", "http://127.0.0.1:3000", "/ui/set_api_key", "__Host-elicit_session=" + tok('a') + "; __Host-elicit_session=" + tok('b'), true},
+		{"loopback http: an unprefixed one beside", "http://localhost:3000", "/ui/", "__Host-elicit_session=" + tok('a') + "; elicit_session=" + tok('b'), true},
 		{"one session", "https://mcp.example.com", "/ui/", "__Host-elicit_session=" + tok('a'), false},
 		{"a lone old unprefixed session", "https://mcp.example.com", "/ui/", "elicit_session=" + tok('a'), false},
 		{"two old unprefixed sessions", "https://mcp.example.com", "/ui/", "elicit_session=" + tok('a') + "; elicit_session=" + tok('b'), false},
@@ -177,7 +177,8 @@ func TestRepeatedCookies(t *testing.T) {
 }
 
 // The session cookie names and attributes by origin: __Host- and Secure
-// where browsers accept them over this scheme, plain otherwise.
+// on every origin New accepts; plain http off loopback is refused, as its
+// flow links would be (and browsers would not take the cookies).
 func TestCookieNames(t *testing.T) {
 	st := tempStore(t)
 	for base, want := range map[string]string{
@@ -187,11 +188,17 @@ func TestCookieNames(t *testing.T) {
 		"http://localhost:3000":     "__Host-elicit_session",
 		"http://app.localhost:3000": "__Host-elicit_session",
 		"http://[::1]:3000":         "__Host-elicit_session",
-		"http://mcp.example.com":    "elicit_session",
-		"http://192.168.1.5:3000":   "elicit_session",
-		"http://localhost.evil.com": "elicit_session",
+		"http://mcp.example.com":    "",
+		"http://192.168.1.5:3000":   "",
+		"http://localhost.evil.com": "",
 	} {
 		svc, err := connect.New(connect.Options{Store: st, MasterKey: make([]byte, 32), BaseURL: base, Logger: slog.New(slog.DiscardHandler), InsecureDemoSignIn: true})
+		if want == "" {
+			if err == nil {
+				t.Errorf("%s: New accepted plain http off loopback", base)
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
