@@ -15,6 +15,7 @@ import (
 	"golang.org/x/net/publicsuffix"
 
 	"github.com/mcp-elicit/elicit/internal/lookalike"
+	"github.com/mcp-elicit/elicit/internal/textclass"
 )
 
 // ErrRefusedURL is wrapped by every InspectURL error: the URL must not be
@@ -490,12 +491,13 @@ func parseWHATWGIPv4(host string) (netip.Addr, bool) {
 	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true
 }
 
-// hasInvisible reports characters that render as nothing or reorder text:
-// format characters (zero-width, bidi controls, soft hyphen) and
-// non-ASCII spaces.
+// hasInvisible reports characters that render as nothing or reorder text
+// (textclass.Hidden: format characters such as zero-width and bidi
+// controls, Hangul fillers, the blank Braille pattern) and non-ASCII
+// spaces.
 func hasInvisible(s string) bool {
 	for _, c := range s {
-		if c >= utf8.RuneSelf && (unicode.Is(unicode.Cf, c) || unicode.IsSpace(c) || unicode.Is(unicode.Zs, c)) {
+		if c >= utf8.RuneSelf && (textclass.Hidden(c) || unicode.IsSpace(c) || unicode.Is(unicode.Zs, c)) {
 			return true
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/mcp-elicit/elicit/internal/lookalike"
+	"github.com/mcp-elicit/elicit/internal/textclass"
 )
 
 // secretTerms finds a secret word in a reading (secretReadings); neutral
@@ -68,7 +69,7 @@ var leetCommon = map[rune]rune{'0': 'o', '3': 'e', '4': 'a', '5': 's', '7': 't',
 // are looked for in: words separated by single spaces.
 func secretReadings(text string) []string {
 	text = strings.Map(func(r rune) rune {
-		if unicode.In(r, unicode.Cf, unicode.Other_Default_Ignorable_Code_Point) {
+		if textclass.Hidden(r) && !unicode.IsSpace(r) {
 			return -1
 		}
 		return r

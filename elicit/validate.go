@@ -6,9 +6,9 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/mcp-elicit/elicit/internal/textclass"
 	"github.com/mcp-elicit/elicit/internal/typeschema"
 )
 
@@ -296,16 +296,11 @@ const (
 
 // hiddenOrControl reports runes a text answer must not hold, because
 // they act on the text rather than being part of it wherever it is shown
-// or echoed (a terminal, a log, another client): control characters other
-// than tab and line feed (ESC starts terminal escape sequences, CR
-// overwrites a line, NUL cuts text short), format characters (bidi
-// overrides and isolates, zero-width spaces, tag characters) other than
-// the zero-width joiner and non-joiner that emoji and several scripts
-// need, and the line and paragraph separators.
+// or echoed (a terminal, a log, another client): textclass.Hidden —
+// controls, format characters, separators, fillers and other characters
+// that render as nothing, the definition the elicit command's terminal
+// escaping shares — except tab and line feed, and the zero-width joiner
+// and non-joiner that emoji and several scripts need (textclass.Joiner).
 func hiddenOrControl(r rune) bool {
-	switch r {
-	case '\t', '\n', '\u200c', '\u200d':
-		return false
-	}
-	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
+	return r != '\t' && r != '\n' && !textclass.Joiner(r) && textclass.Hidden(r)
 }

@@ -6,6 +6,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode"
+
+	"github.com/mcp-elicit/elicit/internal/termtext"
 )
 
 // fullSchema has one property of every kind.
@@ -327,6 +330,25 @@ func TestTextRefusesControlAndFormatCharacters(t *testing.T) {
 	for _, good := range []string{"R&D > plan <Q2>", "two\nlines\tand a tab", "👨\u200d👩\u200d👧", "می\u200cخواهم", "Ünïcödé 日本語 עברית"} {
 		if _, err := s.ValidateContent(map[string]any{"label": good}); err != nil {
 			t.Errorf("%q refused: %v", good, err)
+		}
+	}
+}
+
+// The server's check of free-text answers and the elicit command's
+// terminal escaping share one definition (internal/textclass): over every
+// code point, an answer is refused for a character only if a terminal
+// would show it as an escape, and every character a terminal escapes is
+// refused, except tab and line feed (kept in multi-line text), the
+// joiners scripts and emoji need, and code points that are not graphic at
+// all (private use, unassigned), which show as escapes but hide nothing.
+func TestHiddenMatchesTerminal(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		refused, escaped := hiddenOrControl(r), termtext.Escaped(r)
+		switch {
+		case refused && !escaped:
+			t.Fatalf("%U is refused in answers but printed as it is", r)
+		case escaped && !refused && r != '\t' && r != '\n' && r != 0x200c && r != 0x200d && unicode.IsGraphic(r):
+			t.Fatalf("%U is accepted in answers but printed as an escape", r)
 		}
 	}
 }

@@ -796,11 +796,16 @@ func TestReportsLabelIsData(t *testing.T) {
 }
 
 // A label with characters that act on a terminal or reorder text (NUL,
-// ESC, CR, U+202E) is asked again with the reason and never stored or
-// echoed; a draft_id argument with them is -32602.
+// ESC, CR, U+202E), or that render as nothing though elicit shows them as
+// escapes (the Hangul fillers, the combining grapheme joiner, the Khmer
+// inherent vowel, the blank Braille pattern), is asked again with the
+// reason and never stored or echoed; a draft_id argument with them is
+// -32602.
 func TestReportsLabelRefusesControlCharacters(t *testing.T) {
 	e := newReportsEnv(t)
-	for i, label := range []string{"Q2\x00", "Q2 \x1b]0;pwned\x07", "over\rwrite", "fin\u202eslx.exe"} {
+	hidden := []string{"\x00", "\x1b", "\r", "\u202e", "\u3164", "\u115f", "\u1160", "\uffa0", "\u034f", "\u17b4", "\u2800"}
+	for i, label := range []string{"Q2\x00", "Q2 \x1b]0;pwned\x07", "over\rwrite", "fin\u202eslx.exe",
+		"a\u3164b", "a\u115fb", "a\u1160b", "a\uffa0b", "a\u034fb", "a\u17b4b", "a\u2800b"} {
 		content, _ := json.Marshal(map[string]any{"action": "accept", "content": map[string]any{"detail": "summary", "label": label}})
 		r := e.export(10*i+1, "alice", "2026-Q2", "sales", "", metaURL)
 		r = e.export(10*i+2, "alice", "2026-Q2", "sales", retryWith(reports.KeyOptions, string(content), r.state()), metaURL)
@@ -808,7 +813,7 @@ func TestReportsLabelRefusesControlCharacters(t *testing.T) {
 		if !strings.Contains(msg, "Your previous answer was not accepted: Label (label): must not contain control characters") {
 			t.Errorf("%q: re-ask %q", label, msg)
 		}
-		if strings.ContainsAny(r.Raw, "\x00\x1b\r\u202e") || strings.Contains(r.Raw, `\u0000`) || strings.Contains(r.Raw, `\u001b`) {
+		if strings.ContainsAny(r.Raw, strings.Join(hidden, "")) || strings.Contains(r.Raw, `\u0000`) || strings.Contains(r.Raw, `\u001b`) {
 			t.Errorf("%q: the re-ask echoes the label: %s", label, r.Raw)
 		}
 	}

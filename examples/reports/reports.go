@@ -31,10 +31,10 @@ import (
 	"log/slog"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/mcp-elicit/elicit/connect"
 	"github.com/mcp-elicit/elicit/elicit"
+	"github.com/mcp-elicit/elicit/internal/textclass"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
 	"github.com/mcp-elicit/elicit/store"
@@ -188,8 +188,8 @@ type sendArgs struct {
 // Quote shows user-supplied text (a label, an id) as data in text meant
 // for people: a JSON string literal, so it cannot end the quote or add
 // lines, and every character that acts on the text rather than showing
-// (controls, bidi and other format characters, separators) is written as
-// a \uXXXX escape. It does not escape HTML: <, > and & stay as typed, and
+// (textclass.Escaped: controls, bidi and other format characters,
+// separators, fillers) is written as a \uXXXX escape. It does not escape HTML: <, > and & stay as typed, and
 // a client that renders the text as HTML or Markdown escapes it itself.
 func Quote(s string) string {
 	var b strings.Builder
@@ -198,7 +198,7 @@ func Quote(s string) string {
 	_ = enc.Encode(s) // a string always encodes
 	var out strings.Builder
 	for _, r := range strings.TrimSuffix(b.String(), "\n") {
-		if !unicode.IsGraphic(r) || r == 0x7f {
+		if textclass.Escaped(r) {
 			fmt.Fprintf(&out, "\\u%04x", r)
 			continue
 		}

@@ -59,6 +59,8 @@ func TestQuoteShowsFormatCharacters(t *testing.T) {
 		"x\u202ey":        `"x\u202ey"`,
 		"zero\u200bwidth": `"zero\u200bwidth"`,
 		"line\nbreak":     `"line\nbreak"`,
+		"fill\u3164er":    `"fill\u3164er"`,
+		"blank\u2800":     `"blank\u2800"`,
 	} {
 		if got := Quote(in); got != want {
 			t.Errorf("Quote(%q) = %s, want %s", in, got, want)

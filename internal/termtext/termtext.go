@@ -28,8 +28,11 @@
 //   - line and paragraph separators (U+2028, U+2029);
 //   - the other default-ignorable code points that render as nothing
 //     (Hangul fillers U+115F, U+1160, U+3164, U+FFA0, the combining
-//     grapheme joiner, U+FFF0–U+FFF8) and the supplementary variation
-//     selectors U+E0100–U+E01EF, which can hide data in plain sight;
+//     grapheme joiner, the Khmer inherent vowels U+17B4 and U+17B5,
+//     U+FFF0–U+FFF8), the blank Braille pattern U+2800 and the
+//     supplementary variation selectors U+E0100–U+E01EF, which can hide
+//     data in plain sight (internal/textclass.Hidden, the one definition
+//     the server's check of free-text answers uses too);
 //   - private-use and unassigned code points (a later Unicode version may
 //     make them format characters);
 //   - bytes that are not UTF-8, one by one (a lone 0x9B is CSI to a
@@ -55,23 +58,16 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/mcp-elicit/elicit/internal/textclass"
 )
 
-// Escaped reports whether r is written as an escape (see the package doc).
-func Escaped(r rune) bool {
-	switch {
-	case r < 0x20 || (r >= 0x7f && r < 0xa0):
-		return true
-	case r < 0x7f:
-		return false
-	case r >= 0xe0100 && r <= 0xe01ef:
-		return true
-	}
-	return !unicode.IsGraphic(r) || unicode.In(r, unicode.Cf, unicode.Other_Default_Ignorable_Code_Point)
-}
+// Escaped reports whether r is written as an escape (see the package
+// doc): textclass.Escaped, the definition the server's check of free-text
+// answers shares.
+func Escaped(r rune) bool { return textclass.Escaped(r) }
 
 // Line returns s with every character Escaped reports, newlines and tabs
 // included, written as an escape: server text on one line of output.

@@ -27,6 +27,7 @@ func TestLineAndBlock(t *testing.T) {
 		{"zero width and BOM", "a\u200bb\ufeffc\u00add", `a\u200bb\ufeffc\u00add`, `a\u200bb\ufeffc\u00add`},
 		{"separators", "a\u2028b\u2029c", `a\u2028b\u2029c`, `a\u2028b\u2029c`},
 		{"Hangul filler", "a\u3164b\u115fc", `a\u3164b\u115fc`, `a\u3164b\u115fc`},
+		{"Braille blank and other fillers", "a\u2800b\u1160c\uffa0d\u034fe\u17b4f", `a\u2800b\u1160c\uffa0d\u034fe\u17b4f`, `a\u2800b\u1160c\uffa0d\u034fe\u17b4f`},
 		{"tags and supplementary selectors", "a\U000e0041b\U000e0100c", `a\U000e0041b\U000e0100c`, `a\U000e0041b\U000e0100c`},
 		{"private use and unassigned", "a\ue000b\U0010ffffc", `a\ue000b\U0010ffffc`, `a\ue000b\U0010ffffc`},
 		{"replacement character kept", "a\ufffdb", "a\ufffdb", "a\ufffdb"},
