@@ -102,9 +102,6 @@ func (c *checker) urls() map[string]string {
 	return m
 }
 
-// jwtLike matches a JSON Web Token (three base64url segments, the first a
-// JSON object).
-var jwtLike = regexp.MustCompile(`eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`)
 
 func (c *checker) caseURLSafe(context.Context) Result {
 	links := c.urls()
@@ -139,30 +136,26 @@ func sameOrigin(a, b string) bool {
 }
 
 // urlProblems lists what is unsafe about a URL-mode link: elicit.CheckURL's
-// rules (absolute, https or loopback http, no userinfo, no fragment), a
-// query parameter whose name looks like a credential, a JWT, or one of the
-// given values (tokens, argument values) anywhere in it.
+// rules (absolute, https or loopback http, no userinfo, no fragment),
+// elicit.SecretsInURL's (a query parameter whose name looks like a
+// credential, a JWT; the rule the elicit command warns by too), or one of
+// the given values (tokens, argument values) anywhere in it.
 func urlProblems(raw string, values []string) []string {
 	var out []string
 	if err := elicit.CheckURL(raw); err != nil {
 		out = append(out, strings.TrimPrefix(err.Error(), elicit.ErrUnsafeURL.Error()+": "))
 	}
-	u, err := url.Parse(raw)
-	if err != nil {
+	if _, err := url.Parse(raw); err != nil {
 		return out
 	}
-	for _, name := range sortedKeys(u.Query()) {
-		if w, ok := elicit.LooksSecret(name); ok || strings.EqualFold(name, "code") || strings.EqualFold(name, "sig") {
-			if w == "" {
-				w = name
-			}
-			out = append(out, fmt.Sprintf("query parameter %s looks like a credential (%q)", quoted(name, 40), w))
+	for _, s := range elicit.SecretsInURL(raw) {
+		if s.Param == "" {
+			out = append(out, "it carries a JWT")
+			continue
 		}
+		out = append(out, fmt.Sprintf("query parameter %s looks like a credential (%q)", quoted(s.Param, 40), s.Word))
 	}
 	decoded, _ := url.QueryUnescape(raw)
-	if jwtLike.MatchString(raw) {
-		out = append(out, "it carries a JWT")
-	}
 	for i, v := range values {
 		if len(v) < 3 {
 			continue

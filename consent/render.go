@@ -132,15 +132,37 @@ func writeWarnings(w io.Writer, who mcpclient.Asker, rep *URLReport, what string
 	}
 }
 
-// otherSite warns when the page is on another site than the endpoint
-// (loopback counts as one site: both are this computer).
+// otherSite warns when the page is on another site than the endpoint,
+// and, on the same site (loopback counts as one: both are this computer),
+// when it is on another origin — scheme, host or port — so another server.
 func otherSite(who mcpclient.Asker, rep *URLReport, what string) (Warning, bool) {
 	ep, err := InspectURL(who.Endpoint)
-	if err != nil || (ep.Loopback && rep.Loopback) || ep.Site() == rep.Site() {
+	switch {
+	case err != nil || rep.origin() == ep.origin():
 		return Warning{}, false
+	case ep.Loopback && rep.Loopback:
+		return Warning{Kind: WarnOtherOrigin, Message: fmt.Sprintf(
+			"%s is on %s, not on %s, the server you connected to: another server on this computer.", what, rep.origin(), ep.origin())}, true
+	case ep.Site() == rep.Site():
+		return Warning{Kind: WarnOtherOrigin, Message: fmt.Sprintf(
+			"%s is on %s, not on %s, the server you connected to (both are on the site %s).", what, rep.origin(), ep.origin(), ep.Site())}, true
 	}
 	return Warning{Kind: WarnOtherSite, Message: fmt.Sprintf(
 		"%s is on %s, not on %s, the server you connected to.", what, rep.Site(), ep.Site())}, true
+}
+
+// origin is the URL's origin as a browser compares it: scheme, ASCII
+// host and port, the scheme's default port filled in.
+func (r *URLReport) origin() string {
+	port := r.Port
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[r.Scheme]
+	}
+	host := r.ASCIIHost
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return r.Scheme + "://" + host + ":" + port
 }
 
 // errWriter keeps the first write error so a screen can be written with

@@ -384,3 +384,52 @@ func TestRoots(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// The host warns when the page is on another origin than the endpoint —
+// scheme, host or port — even on the same site or the same computer, and
+// when the URL carries what looks like a credential (the rule elicit
+// check's url-safe case applies: elicit.SecretsInURL).
+func TestURLConsentOriginAndCredentials(t *testing.T) {
+	for _, tc := range []struct {
+		name, endpoint, url string
+		want                []string
+		notWant             []string
+	}{
+		{"another port on loopback", "http://127.0.0.1:4915/mcp", "http://127.0.0.1:3914/ui/set_api_key?flow=00",
+			[]string{"! The page is on http://127.0.0.1:3914, not on http://127.0.0.1:4915, the server you connected to: another server on this computer."}, nil},
+		{"same origin on loopback", "http://127.0.0.1:3914/mcp", "http://127.0.0.1:3914/ui/set_api_key?flow=00",
+			nil, []string{"the server you connected to"}},
+		{"another host of the same site", "https://mcp.example.com/mcp", "https://pay.example.com/connect",
+			[]string{"! The page is on https://pay.example.com:443, not on https://mcp.example.com:443, the server you connected to (both are on the site example.com)."}, nil},
+		{"another port of the same host", "https://mcp.example.com/mcp", "https://mcp.example.com:8443/connect",
+			[]string{"not on https://mcp.example.com:443, the server you connected to"}, nil},
+		{"http beside https", "https://mcp.example.com/mcp", "http://mcp.example.com/connect",
+			[]string{"! The page is on http://mcp.example.com:80, not on https://mcp.example.com:443"}, nil},
+		{"the default port written out", "https://mcp.example.com/mcp", "https://mcp.example.com:443/connect",
+			nil, []string{"the server you connected to"}},
+		{"credential-looking parameters", "https://mcp.example.com/mcp", "https://mcp.example.com/cb?access_token=abc&code=xyz",
+			[]string{`! The URL carries what looks like a credential (the parameter "access_token", the parameter "code")`}, nil},
+		{"a JWT in the path", "https://mcp.example.com/mcp", "https://mcp.example.com/x/eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhIn0.sig",
+			[]string{"(a JSON Web Token)"}, nil},
+		{"a plain flow link", "https://mcp.example.com/mcp", "https://mcp.example.com/ui/set_api_key?flow=0123",
+			nil, []string{"credential", "the server you connected to"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, out := lineTerminal("decline\n", nil)
+			who := mcpclient.Asker{Endpoint: tc.endpoint}
+			if _, err := h.ElicitURL(context.Background(), who, "k", &mcp.ElicitRequestParams{Mode: "url", Message: "m", URL: tc.url}); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range tc.want {
+				if !strings.Contains(out.String(), s) {
+					t.Errorf("output lacks %q:\n%s", s, out)
+				}
+			}
+			for _, s := range tc.notWant {
+				if strings.Contains(out.String(), s) {
+					t.Errorf("output has %q:\n%s", s, out)
+				}
+			}
+		})
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/net/idna"
 	"golang.org/x/net/publicsuffix"
 
+	"github.com/mcp-elicit/elicit/elicit"
 	"github.com/mcp-elicit/elicit/internal/lookalike"
 	"github.com/mcp-elicit/elicit/internal/textclass"
 )
@@ -59,6 +60,15 @@ const (
 	// WarnOtherSite: the page is not on the site of the MCP endpoint that
 	// asks (added by RenderURL, which knows the endpoint).
 	WarnOtherSite WarningKind = "other-site"
+	// WarnOtherOrigin: the page is on the endpoint's site (or, for
+	// loopback, on this computer) but not on its origin: another scheme,
+	// host or port, so another server (added by RenderURL).
+	WarnOtherOrigin WarningKind = "other-origin"
+	// WarnCredential: the URL carries what looks like a credential (a
+	// query parameter named like a token, password or code, or a JWT),
+	// which an elicitation URL must never hold (elicit.SecretsInURL, the
+	// rule elicit check's url-safe case applies).
+	WarnCredential WarningKind = "credential"
 )
 
 // Warning is one reason to be careful, with a sentence for the user.
@@ -187,6 +197,18 @@ func InspectURL(raw string) (*URLReport, error) {
 			ErrRefusedURL, clean(u.User.Username()), r.Host)
 	}
 	r.warnAboutSite()
+	if secrets := elicit.SecretsInURL(raw); len(secrets) > 0 {
+		var what []string
+		for _, s := range secrets {
+			if s.Param == "" {
+				what = append(what, "a JSON Web Token")
+				continue
+			}
+			what = append(what, "the parameter "+strconv.Quote(clean(s.Param)))
+		}
+		r.warn(WarnCredential, "The URL carries what looks like a credential ("+strings.Join(what, ", ")+
+			"): a server's own page needs none in its link; it may sign you in to someone else's account or pass your code on.")
+	}
 	if hasInvisible(raw) {
 		r.warn(WarnInvisible, "The URL holds invisible or direction-changing characters; they are shown percent-encoded.")
 	}
@@ -354,6 +376,8 @@ func severity(k WarningKind) int {
 		return 2
 	case WarnIDN:
 		return 3
+	case WarnCredential:
+		return 1
 	case WarnNotHTTPS:
 		return 4
 	}

@@ -43,3 +43,15 @@ func ExampleFormSchema_secret() {
 	// true
 	// elicit: invalid form schema: form mode must not ask for secrets (passwords, API keys, tokens, card data): use URL mode: property "api_key": its name mentions "api key"; ask for it in URL mode on the server's own page (ELI-S-01, ELI-S-02)
 }
+
+// Look for credentials in a link before sending or opening it.
+func ExampleSecretsInURL() {
+	for _, s := range elicit.SecretsInURL("https://evil.example/cb?access_token=abc&code=xyz&flow=1") {
+		fmt.Printf("%q matched %q\n", s.Param, s.Word)
+	}
+	fmt.Println(len(elicit.SecretsInURL("https://mcp.example.com/ui/set_api_key?flow=0123")))
+	// Output:
+	// "access_token" matched "token"
+	// "code" matched "code"
+	// 0
+}

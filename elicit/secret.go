@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/big"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -455,4 +457,47 @@ func checkNotSecret(name string, raw json.RawMessage) error {
 			ErrBadSchema, ErrSecretField, name, h)
 	}
 	return nil
+}
+
+// URLSecret is one part of a URL that looks like a credential: a query
+// parameter named like one, or a JSON Web Token.
+type URLSecret struct {
+	// Param is the query parameter's name as decoded; "" for a JWT.
+	Param string
+	// Word is what matched: the term LooksSecret found in the name
+	// ("token", "password"), the name itself for "code" and "sig", or
+	// "JWT".
+	Word string
+}
+
+// jwtLike matches a JSON Web Token: three base64url segments, the first a
+// JSON object ("eyJ" is `{"`).
+var jwtLike = regexp.MustCompile(`eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`)
+
+// SecretsInURL lists what in the URL raw looks like a credential, which an
+// elicitation URL must not carry (SEC-U-S-01, SEC-U-S-02): each query
+// parameter whose name LooksSecret or is "code" or "sig" (an OAuth
+// authorization code, a signature), in the order of their names, then a
+// JWT anywhere in the URL. Values are never returned. nil when there is
+// none or raw does not parse. A server checks its own links with it
+// (elicit check's url-safe case); package consent warns the user.
+func SecretsInURL(raw string) []URLSecret {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil
+	}
+	q := u.Query()
+	names := slices.Sorted(maps.Keys(q))
+	var out []URLSecret
+	for _, name := range names {
+		if w, ok := LooksSecret(name); ok {
+			out = append(out, URLSecret{Param: name, Word: w})
+		} else if strings.EqualFold(name, "code") || strings.EqualFold(name, "sig") {
+			out = append(out, URLSecret{Param: name, Word: name})
+		}
+	}
+	if jwtLike.MatchString(raw) {
+		out = append(out, URLSecret{Word: "JWT"})
+	}
+	return out
 }

@@ -287,3 +287,25 @@ func FuzzLooksSecretProperty(f *testing.F) {
 		}
 	})
 }
+
+func TestSecretsInURL(t *testing.T) {
+	for raw, want := range map[string]string{
+		"https://mcp.example.com/ui/set_api_key?flow=0123":                     "",
+		"https://evil.example/cb?code=xyz&access_token=abc":                    "access_token:token code:code",
+		"https://x.example/?sig=1&name=q":                                      "sig:sig",
+		"https://x.example/?Passwort=1":                                        "Passwort:passwort",
+		"https://x.example/?codec=h264&design=1":                               "",
+		"https://x.example/a/eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhIn0.sig":         ":JWT",
+		"https://x.example/?apikey=1&t=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhIn0.s": "apikey:apikey :JWT",
+		"https://x.example/?%61ccess_token=1":                                  "access_token:token",
+		"%zz":                                                                  "",
+	} {
+		var got []string
+		for _, s := range SecretsInURL(raw) {
+			got = append(got, s.Param+":"+s.Word)
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("SecretsInURL(%q) = %q, want %q", raw, strings.Join(got, " "), want)
+		}
+	}
+}
