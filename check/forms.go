@@ -102,7 +102,6 @@ func (c *checker) urls() map[string]string {
 	return m
 }
 
-
 func (c *checker) caseURLSafe(context.Context) Result {
 	links := c.urls()
 	if len(links) == 0 {
