@@ -104,11 +104,7 @@ func TestFormLineMode(t *testing.T) {
 			if res.Action != tc.action || !reflect.DeepEqual(res.Content, tc.content) {
 				t.Errorf("got %+v, want %s %v\n%s", res, tc.action, tc.content, out)
 			}
-			for _, s := range tc.out {
-				if !strings.Contains(out.String(), s) {
-					t.Errorf("output lacks %q:\n%s", s, out)
-				}
-			}
+			wantOutput(t, out.String(), tc.out, nil)
 		})
 	}
 }
@@ -193,16 +189,7 @@ func TestURLConsentLineMode(t *testing.T) {
 			if tc.opened != (len(opened) == 1) || (tc.opened && opened[0] != link) {
 				t.Errorf("opened = %q", opened)
 			}
-			for _, s := range tc.out {
-				if !strings.Contains(out.String(), s) {
-					t.Errorf("output lacks %q:\n%s", s, out)
-				}
-			}
-			for _, s := range tc.notOut {
-				if strings.Contains(out.String(), s) {
-					t.Errorf("output has %q:\n%s", s, out)
-				}
-			}
+			wantOutput(t, out.String(), tc.out, tc.notOut)
 		})
 	}
 }
@@ -238,16 +225,7 @@ func TestURLConsentWarnings(t *testing.T) {
 			if err != nil || res.Action != tc.action {
 				t.Fatalf("%+v %v", res, err)
 			}
-			for _, s := range tc.out {
-				if !strings.Contains(out.String(), s) {
-					t.Errorf("output lacks %q:\n%s", s, out)
-				}
-			}
-			for _, s := range tc.notOut {
-				if strings.Contains(out.String(), s) {
-					t.Errorf("output has %q:\n%s", s, out)
-				}
-			}
+			wantOutput(t, out.String(), tc.out, tc.notOut)
 		})
 	}
 }
@@ -420,16 +398,23 @@ func TestURLConsentOriginAndCredentials(t *testing.T) {
 			if _, err := h.ElicitURL(context.Background(), who, "k", &mcp.ElicitRequestParams{Mode: "url", Message: "m", URL: tc.url}); err != nil {
 				t.Fatal(err)
 			}
-			for _, s := range tc.want {
-				if !strings.Contains(out.String(), s) {
-					t.Errorf("output lacks %q:\n%s", s, out)
-				}
-			}
-			for _, s := range tc.notWant {
-				if strings.Contains(out.String(), s) {
-					t.Errorf("output has %q:\n%s", s, out)
-				}
-			}
+			wantOutput(t, out.String(), tc.want, tc.notWant)
 		})
+	}
+}
+
+// wantOutput fails t unless out holds every string of want and none of
+// notWant.
+func wantOutput(t *testing.T, out string, want, notWant []string) {
+	t.Helper()
+	for _, s := range want {
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks %q:\n%s", s, out)
+		}
+	}
+	for _, s := range notWant {
+		if strings.Contains(out, s) {
+			t.Errorf("output has %q:\n%s", s, out)
+		}
 	}
 }
