@@ -45,6 +45,7 @@ import (
 	"fmt"
 	"html/template"
 	"log/slog"
+	"net"
 	"net/url"
 	"strings"
 	"sync"
