@@ -1073,9 +1073,9 @@ func TestNewValidation(t *testing.T) {
 		{"http://[::1]:3000", nil, false, true},
 		{"http://localhost:3000", nil, false, true},
 		{"https://mcp.example.com", nil, false, false},
-		{"http://192.168.1.5:3000", nil, false, false},
-		{"http://0.0.0.0:8080", nil, false, false},
-		{"http://localhost.evil.com", nil, false, false},
+		{"https://192.168.1.5:3000", nil, false, false},
+		{"https://0.0.0.0:8080", nil, false, false},
+		{"https://localhost.evil.com", nil, false, false},
 		{"https://mcp.example.com", nil, true, true},
 		{"https://mcp.example.com", refusingIdP{}, false, true},
 	} {
