@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/mcp-elicit/elicit/mcp"
@@ -77,4 +78,74 @@ func rawFake(t *testing.T) (*httptest.Server, *recorder) {
 		}
 		reply(w, s, `{"resultType":"input_required","requestState":"next"}`)
 	})
+}
+
+// A gateway's request: the URI of resources/read, a cursor, completion's
+// ref and argument, _meta members of its own (the client's win), the
+// x-mcp-header parameters it learnt elsewhere, and every notification and
+// keep-alive of the SSE answer, in order.
+func TestSendRawForwarding(t *testing.T) {
+	hs, rec := fake(t, func(w http.ResponseWriter, s seen) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte(": keep-alive\n\n" +
+			`data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":7,"progress":1}}` + "\n\n" +
+			`data: {"jsonrpc":"2.0","id":` + string(s.Msg.ID) + `,"result":{"resultType":"complete"}}` + "\n\n"))
+	})
+	c := mcpclient.New(hs.URL, nil)
+	var got []string
+	raw, err := c.SendRaw(context.Background(), &mcpclient.RawRequest{
+		Method: mcp.MethodResourcesRead, URI: "file:///a b",
+		Meta: map[string]json.RawMessage{"progressToken": json.RawMessage(`7`), "x.example/id": json.RawMessage(`"c1"`),
+			mcp.MetaProtocolVersion: json.RawMessage(`"1999-01-01"`)},
+		OnMessage: func(method string, params json.RawMessage) { got = append(got, method+" "+string(params)) },
+	})
+	if err != nil || string(raw) != `{"resultType":"complete"}` {
+		t.Fatalf("SendRaw = %s, %v", raw, err)
+	}
+	want := []string{" ", `notifications/progress {"progressToken":7,"progress":1}`}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("messages %q, want %q", got, want)
+	}
+	s := rec.all()[0]
+	p := s.Msg.Params
+	if p.URI != "file:///a b" || s.Header.Get("Mcp-Name") != mcp.EncodeHeaderValue("file:///a b") {
+		t.Errorf("uri %q, Mcp-Name %q", p.URI, s.Header.Get("Mcp-Name"))
+	}
+	if string(p.Meta["progressToken"]) != "7" || string(p.Meta["x.example/id"]) != `"c1"` || string(p.Meta[mcp.MetaProtocolVersion]) != `"2026-07-28"` {
+		t.Errorf("_meta %v", p.Meta)
+	}
+
+	// Mcp-Param-* from the given parameters; one that cannot be mirrored
+	// is an error, nothing is sent.
+	params := []mcp.HeaderParam{{Header: "Region", Path: []string{"region"}, Type: "string"}}
+	n := len(rec.all())
+	if _, err := c.SendRaw(context.Background(), &mcpclient.RawRequest{Method: mcp.MethodToolsCall, Name: "t",
+		Arguments: json.RawMessage(`{"region":"eu west"}`), HeaderParams: params}); err != nil {
+		t.Fatal(err)
+	}
+	if h := rec.all()[n].Header.Get("Mcp-Param-Region"); h != "eu west" {
+		t.Errorf("Mcp-Param-Region = %q", h)
+	}
+	if _, err := c.SendRaw(context.Background(), &mcpclient.RawRequest{Method: mcp.MethodToolsCall, Name: "t",
+		Arguments: json.RawMessage(`{"region":{"a":1}}`), HeaderParams: params}); err == nil || len(rec.all()) != n+1 {
+		t.Errorf("an argument that cannot be mirrored: err %v, %d requests", err, len(rec.all())-n)
+	}
+
+	// Completion's members and a cursor go out as given.
+	if _, err := c.SendRaw(context.Background(), &mcpclient.RawRequest{Method: mcp.MethodCompletionComplete,
+		Ref: json.RawMessage(`{"type":"ref/prompt","name":"p"}`), Argument: json.RawMessage(`{"name":"a","value":"b"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	body := string(rec.all()[n+1].Body)
+	for _, want := range []string{`"ref":{"type":"ref/prompt","name":"p"}`, `"argument":{"name":"a","value":"b"}`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("completion body %s lacks %s", body, want)
+		}
+	}
+	if _, err := c.SendRaw(context.Background(), &mcpclient.RawRequest{Method: mcp.MethodToolsList, Cursor: "p2"}); err != nil {
+		t.Fatal(err)
+	}
+	if body := string(rec.all()[n+2].Body); !strings.Contains(body, `"cursor":"p2"`) {
+		t.Errorf("list body %s", body)
+	}
 }

@@ -29,6 +29,8 @@ type sseReader struct {
 	typ   string
 	data  bytes.Buffer
 	has   bool // a data field was seen since the last dispatch
+	// comment, when set, is called for each comment line (a keep-alive).
+	comment func()
 }
 
 // errEventTooLarge is returned when one event's data exceeds the limit.
@@ -65,6 +67,9 @@ func (r *sseReader) Next() (sseEvent, error) {
 			return ev, nil
 		}
 		if line[0] == ':' {
+			if r.comment != nil {
+				r.comment()
+			}
 			continue // comment
 		}
 		field, value := line, []byte(nil)

@@ -35,16 +35,24 @@ type outgoing struct {
 	// bearer is the access token to send ("" for none), set per attempt
 	// by postAuthorized.
 	bearer string
+	// meta holds further _meta members (SendRaw's RawRequest.Meta).
+	meta map[string]json.RawMessage
+	// onMessage receives the notifications and keep-alives of an SSE
+	// answer (SendRaw's RawRequest.OnMessage).
+	onMessage func(method string, params json.RawMessage)
 }
 
 // reqParams are the params of every request this client sends; the
 // pointer and omitempty members appear only where their method has them
 // (docs/protocol.md §Discovery, §Tools).
 type reqParams struct {
-	Name           *string                    `json:"name,omitempty"`
-	URI            *string                    `json:"uri,omitempty"`
-	Arguments      json.RawMessage            `json:"arguments,omitempty"`
-	Cursor         string                     `json:"cursor,omitempty"`
+	Name      *string         `json:"name,omitempty"`
+	URI       *string         `json:"uri,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Cursor    string          `json:"cursor,omitempty"`
+	// Ref and Argument are completion/complete's (SendRaw only).
+	Ref            json.RawMessage            `json:"ref,omitempty"`
+	Argument       json.RawMessage            `json:"argument,omitempty"`
 	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
 	// RequestState is the server's JSON string token, as received.
 	RequestState json.RawMessage `json:"requestState,omitempty"`
@@ -58,6 +66,41 @@ type reqMeta struct {
 	ClientCapabilities mcp.ClientCapabilities `json:"io.modelcontextprotocol/clientCapabilities"`
 	ClientInfo         *mcp.Implementation    `json:"io.modelcontextprotocol/clientInfo,omitempty"`
 	ProgressToken      string                 `json:"progressToken,omitempty"`
+	// extra holds further members (SendRaw's RawRequest.Meta); the
+	// members above win over extra ones of the same name.
+	extra map[string]json.RawMessage
+}
+
+// MarshalJSON encodes the members above, then the extra ones.
+func (m *reqMeta) MarshalJSON() ([]byte, error) {
+	type plain reqMeta
+	b, err := marshal((*plain)(m))
+	if err != nil || len(m.extra) == 0 {
+		return b, err
+	}
+	var known map[string]json.RawMessage
+	if err := json.Unmarshal(b, &known); err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(m.extra))
+	for k := range m.extra {
+		if _, dup := known[k]; !dup {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	b = b[:len(b)-1] // the closing brace
+	for _, k := range keys {
+		name, err := marshal(k)
+		if err != nil {
+			return nil, err
+		}
+		if !json.Valid(m.extra[k]) {
+			return nil, fmt.Errorf("_meta member %q is not valid JSON", k)
+		}
+		b = append(append(append(append(b, ','), name...), ':'), m.extra[k]...)
+	}
+	return append(b, '}'), nil
 }
 
 type reqEnvelope struct {
@@ -163,7 +206,7 @@ func (c *Client) encode(out *outgoing, version string) (id int64, token string, 
 	if out.caps != nil {
 		caps = *out.caps
 	}
-	params.Meta = &reqMeta{ProtocolVersion: version, ClientCapabilities: caps, ClientInfo: &c.info}
+	params.Meta = &reqMeta{ProtocolVersion: version, ClientCapabilities: caps, ClientInfo: &c.info, extra: out.meta}
 	if c.onProgress != nil {
 		token = "elicit-" + strconv.FormatInt(id, 10)
 		params.Meta.ProgressToken = token
@@ -362,6 +405,9 @@ func (r *reading) answer(m *wireMsg, raw []byte) (json.RawMessage, error) {
 // does once the response is in, is harmless: the request is answered.
 func (r *reading) stream(ctx context.Context) (json.RawMessage, error) {
 	sr := newSSEReader(r.resp.Body, int(r.c.maxMsg))
+	if r.out.onMessage != nil {
+		sr.comment = func() { r.out.onMessage("", nil) }
+	}
 	for {
 		ev, err := sr.Next()
 		if err == io.EOF {
@@ -406,6 +452,9 @@ func (r *reading) stream(ctx context.Context) (json.RawMessage, error) {
 }
 
 func (r *reading) notification(m *wireMsg) {
+	if r.out.onMessage != nil {
+		r.out.onMessage(m.Method, m.Params)
+	}
 	if m.Method != mcp.NotificationProgress || r.c.onProgress == nil {
 		return
 	}
