@@ -147,7 +147,34 @@ func (b *bridge) invoke(ctx context.Context, c *call, caps json.RawMessage, resp
 	if resp != nil {
 		return resp
 	}
+	if c.ss != nil {
+		if ip := c.ss.InitializeParams(); ip != nil {
+			ctx = context.WithValue(ctx, clientVersionKey{}, negotiated(ip.ProtocolVersion))
+		}
+	}
 	return b.core.Serve(ctx, in, c.principal, b.notifier(ctx, c.ss))
+}
+
+// clientVersionKey carries the session's protocol version into Serve.
+type clientVersionKey struct{}
+
+// ClientVersion returns the protocol version of the 2025-era session that
+// a request came through, given the context the server's Serve (and so a
+// handler) runs with, and false for a request that came otherwise (a
+// 2026-07-28 request). For audit records that name both sides'
+// revisions, such as the gateway's.
+func ClientVersion(ctx context.Context) (string, bool) {
+	v, ok := ctx.Value(clientVersionKey{}).(string)
+	return v, ok
+}
+
+// negotiated is the version a session runs at when its client asked for
+// v: v when served, else the newest (the server's answer to initialize).
+func negotiated(v string) string {
+	if isLegacyVersion(v) {
+		return v
+	}
+	return Versions[0]
 }
 
 // incoming builds the 2026 request of one round of c: the original

@@ -22,6 +22,7 @@ import (
 	"github.com/mcp-elicit/elicit/internal/mcptest"
 	"github.com/mcp-elicit/elicit/legacy"
 	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/mcpclient"
 	"github.com/mcp-elicit/elicit/mcpserver"
 	"github.com/mcp-elicit/elicit/streamhttp"
 )
@@ -43,6 +44,10 @@ func newServer(polls *atomic.Int32, obs ...mcpserver.Observer) *mcpserver.Server
 	s := mcpserver.New(mcp.Implementation{Name: "legacy-test", Version: "1"}, o)
 	s.AddTool(&mcp.Tool{Name: "echo", Description: "echo"}, func(_ context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
 		return mcpserver.Text("principal=" + req.Principal), nil
+	})
+	s.AddTool(&mcp.Tool{Name: "version"}, func(ctx context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
+		v, ok := legacy.ClientVersion(ctx)
+		return mcpserver.Text(fmt.Sprintf("%s %v", v, ok)), nil
 	})
 	// ask_name: a form asked until valid (an email address),
 	// with the re-ask rules of mcpserver.
@@ -228,6 +233,31 @@ func TestBridgePrincipalAndInstructions(t *testing.T) {
 		if err != nil || text(r) != tt.want {
 			t.Fatalf("echo: %v %q, want %q", err, text(r), tt.want)
 		}
+	}
+}
+
+// ClientVersion tells a handler the revision of the session a 2025
+// client called through, and nothing for a 2026 request.
+func TestClientVersion(t *testing.T) {
+	ts := start(t, nil, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, v := range []string{"2025-11-25", "2025-06-18"} {
+		c := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil)
+		cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: ts.url, DisableStandaloneSSE: true, MaxRetries: -1},
+			&sdk.ClientSessionOptions{ProtocolVersion: v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "version", Arguments: map[string]any{}})
+		_ = cs.Close()
+		if err != nil || text(r) != v+" true" {
+			t.Errorf("%s session: %v %q", v, err, text(r))
+		}
+	}
+	res, err := mcpclient.New(ts.url, nil).CallTool(ctx, "version", nil)
+	if err != nil || res.Content[0].Text != " false" {
+		t.Errorf("2026 request: %v %+v", err, res)
 	}
 }
 

@@ -98,6 +98,7 @@ import (
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/mcp-elicit/elicit/internal/delegate"
 	"github.com/mcp-elicit/elicit/internal/transport"
 	"github.com/mcp-elicit/elicit/jsonrpc"
 	"github.com/mcp-elicit/elicit/mcp"
@@ -182,6 +183,9 @@ type Server struct {
 	gen     uint64
 	// anonymous: ServeAnonymously was called (principal.go).
 	anonymous bool
+	// core, when set (internal/delegate), answers every request in the
+	// registry's place (delegate.go).
+	core delegate.Core
 }
 
 type toolEntry struct {
@@ -408,6 +412,9 @@ func (s *Server) SetCompletionHandler(h CompletionHandler) {
 // toolHeaderParams returns the x-mcp-header parameters of a tool, for the
 // HTTP binding's Mcp-Param-* checks, and whether the tool exists.
 func (s *Server) toolHeaderParams(name string) ([]mcp.HeaderParam, bool) {
+	if s.core != nil {
+		return s.core.ToolHeaderParams(name)
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	e, ok := s.toolIndex[name]
@@ -433,6 +440,9 @@ func validToolName(n string) bool {
 // Capabilities returns what server/discover advertises: tools, prompts,
 // resources and completions when something of that kind is registered.
 func (s *Server) Capabilities() mcp.ServerCapabilities {
+	if s.core != nil {
+		return s.core.Capabilities()
+	}
 	s.mu.RLock()
 	if c := s.caps; c != nil {
 		s.mu.RUnlock()
@@ -467,6 +477,9 @@ func (s *Server) capabilitiesLocked() mcp.ServerCapabilities {
 // list/get/call/read methods only when their capability is advertised
 // (basic/index.mdx: -32601 for a method gated by an unadvertised capability).
 func (s *Server) known(method string) bool {
+	if s.core != nil {
+		return s.core.Known(method)
+	}
 	c := s.Capabilities()
 	switch method {
 	case mcp.MethodDiscover:
@@ -503,6 +516,9 @@ func (s *Server) checkVersion(v string) *jsonrpc.Error {
 // never panics: a handler panic becomes -32603. Every result carries
 // resultType and the server's identity in _meta (MRTR-S-15, META-S-03).
 func (s *Server) serve(ctx context.Context, in *transport.Incoming, principal string, notify transport.Notifier) (resp *jsonrpc.Response) {
+	if s.core != nil {
+		return s.core.Serve(ctx, in, principal, notify)
+	}
 	resp = &jsonrpc.Response{ID: in.ID}
 	var ri *roundInfo
 	if s.opts.Observer != nil && mcp.MRTRMethod(in.Method) {
