@@ -1,0 +1,293 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/mcp-elicit/elicit/jsonrpc"
+	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/mcpserver"
+	"github.com/mcp-elicit/elicit/reqstate"
+)
+
+// request is one client request as the gateway serves it, whichever
+// transport brought it.
+type request struct {
+	method string
+	// name is params.name (tools/call, prompts/get) or params.uri
+	// (resources/read), as the client named it.
+	name      string
+	args      json.RawMessage
+	responses map[string]json.RawMessage
+	state     *string
+	meta      *mcp.RequestMeta
+	cursor    string
+	ref       json.RawMessage // completion/complete
+	argument  json.RawMessage
+	principal string
+	// revision is the client's protocol revision: 2026-07-28, or the
+	// 2025-era version of the session package legacy serves it on.
+	revision string
+	notify   func(*jsonrpc.Notification) error
+}
+
+// relay passes one message of an upstream's response stream to the
+// client: a notification as it came (its progressToken is the client's
+// own, which the gateway forwarded), a keep-alive (method "") as one.
+func (r *request) relay(method string, params json.RawMessage) {
+	if r.notify == nil {
+		return
+	}
+	if method == "" {
+		_ = r.notify(nil)
+		return
+	}
+	n := &jsonrpc.Notification{Method: method}
+	if len(params) > 0 {
+		n.Params = params
+	}
+	_ = r.notify(n)
+}
+
+// errInvalidState is what a client learns of any requestState the
+// gateway refuses (ELICIT-STATE-01): the reason goes to the log.
+var errInvalidState = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: reqstate.ErrInvalid.Error()}
+
+// serve answers one request: the result's JSON, or the error to send.
+func (g *Gateway) serve(ctx context.Context, r *request) (json.RawMessage, *jsonrpc.Error) {
+	switch r.method {
+	case mcp.MethodDiscover:
+		return g.discover(), nil
+	case mcp.MethodToolsList, mcp.MethodPromptsList, mcp.MethodResourcesList, mcp.MethodResourceTemplatesList:
+		if r.cursor != "" {
+			return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: unknown cursor")
+		}
+		return g.list(r.method), nil
+	case mcp.MethodCompletionComplete:
+		return g.complete(ctx, r)
+	case mcp.MethodToolsCall, mcp.MethodPromptsGet, mcp.MethodResourcesRead:
+		return g.call(ctx, r)
+	}
+	return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: %s", r.method)
+}
+
+// round is what the audit learns of one round.
+type round struct {
+	start    time.Time
+	call     [16]byte
+	n        uint32
+	up       *upstream
+	target   string
+	asked    []string
+	refused  string
+	peer     bool
+	outcome  string
+	code     int
+	hasClaim bool
+}
+
+// call forwards one round of an MRTR request to the upstream that owns
+// its target.
+func (g *Gateway) call(ctx context.Context, r *request) (res json.RawMessage, jerr *jsonrpc.Error) {
+	rd := &round{start: g.now()}
+	defer func() { g.audit(ctx, r, rd, jerr) }()
+	rt, jerr := g.route(ctx, r)
+	if jerr != nil {
+		return nil, jerr
+	}
+	rd.up, rd.target = rt.up, rt.name
+	digest, err := reqstate.DigestArguments(r.args)
+	if err != nil {
+		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: arguments are not valid JSON")
+	}
+	binding := reqstate.Binding{Principal: r.principal, Method: r.method, Name: r.name, ArgsDigest: digest}
+	var st *payload
+	if r.state != nil {
+		claims, err := g.sealer.Open(*r.state, binding)
+		if err != nil {
+			var re *reqstate.Error
+			reason := reqstate.Reason("unknown")
+			if errors.As(err, &re) {
+				reason = re.Reason
+			}
+			rd.refused = string(reason)
+			g.log.Warn("gateway: requestState refused", "reason", string(reason), "method", r.method, "principal", r.principal)
+			return nil, errInvalidState
+		}
+		if st, err = decodePayload(claims.Payload); err != nil || st.upstream != rt.up.cfg.Name {
+			// Sealed for another upstream: the catalog moved the name.
+			rd.refused = "other_upstream"
+			g.log.Warn("gateway: requestState for another upstream", "method", r.method, "principal", r.principal)
+			return nil, errInvalidState
+		}
+		rd.call, rd.n, rd.hasClaim = claims.OperationID, claims.Round, true
+	} else {
+		if _, err := rand.Read(rd.call[:]); err != nil {
+			return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "Internal error")
+		}
+		rd.hasClaim = true
+	}
+	callID := hex.EncodeToString(rd.call[:])
+	var a *answer
+	switch {
+	case st != nil && st.kind == kindHeld:
+		if st.instance != g.instance {
+			rd.peer = true
+			return g.peers.forward(ctx, r, rt, st)
+		}
+		a, jerr = g.held.resume(ctx, r, rt, st, callID)
+	case rt.up.revision() == Revision2025:
+		a, jerr = g.held.start(ctx, r, rt, callID)
+	default:
+		var err error
+		if a, err = rt.up.forwardModern(ctx, r, rt.name, rt.headers, st, callID); err != nil {
+			jerr = asRPC(err)
+		}
+	}
+	if jerr != nil {
+		return nil, jerr
+	}
+	if a.result != nil {
+		return g.withGatewayMeta(a.result, rt.up), nil
+	}
+	rd.asked = askedKinds(a.requests)
+	if need, missing := missingCapabilities(&r.meta.ClientCapabilities, a.requests); missing {
+		// MRTR-S-08, CAP-S-01: what the client did not declare is not
+		// relayed, whoever asks. A 2025 upstream's held call ends here.
+		if a.held != nil {
+			a.held.abandon()
+		}
+		g.log.Warn("gateway: upstream asked for an undeclared capability", "upstream", rt.up.cfg.Name, "asked", strings.Join(rd.asked, ","))
+		return nil, mcpserver.MissingCapability(need, "This request needs a client capability it did not declare")
+	}
+	p := &payload{kind: kindRelayed, upstream: rt.up.cfg.Name, hasState: a.hasState, state: a.state}
+	if a.held != nil {
+		p = a.held.payload(rt.up.cfg.Name)
+	}
+	tok, err := g.sealer.Seal(&reqstate.Claims{Binding: binding, OperationID: rd.call, Round: rd.n + 1, Payload: p.encode()})
+	if err != nil {
+		g.log.Error("gateway: sealing requestState", "err", err)
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "Internal error")
+	}
+	if len(tok) > reqstate.MaxTokenLen {
+		// The upstream's state is too long to carry inside the gateway's.
+		if a.held != nil {
+			a.held.abandon()
+		}
+		g.log.Error("gateway: upstream requestState too long to relay", "upstream", rt.up.cfg.Name, "bytes", len(a.state))
+		return nil, upstreamBroke("its requestState is too long for the gateway to carry")
+	}
+	out := a.interim
+	out.set("requestState", quote(tok))
+	if a.rawReqs != nil {
+		out.set("inputRequests", a.rawReqs)
+	}
+	return g.withGatewayMeta(out, rt.up), nil
+}
+
+// asRPC returns err as a JSON-RPC error (forwardModern's errors are).
+func asRPC(err error) *jsonrpc.Error {
+	var je *jsonrpc.Error
+	if errors.As(err, &je) {
+		return je
+	}
+	return jsonrpc.NewError(jsonrpc.CodeInternalError, "Internal error")
+}
+
+// withGatewayMeta sets, in a result's _meta, the gateway as serverInfo
+// (the server the client talks to) and MetaUpstream; the upstream's
+// other _meta members stay.
+func (g *Gateway) withGatewayMeta(o *object, up *upstream) json.RawMessage {
+	meta := &object{}
+	if v := o.get("_meta"); v != nil && v.Kind() == '{' {
+		if m, err := parseObject(v); err == nil {
+			meta = m
+		}
+	}
+	meta.set(mcp.MetaServerInfo, mustJSON(g.info))
+	if up != nil {
+		meta.set(MetaUpstream, quote(up.cfg.Name))
+	}
+	o.set("_meta", meta.encode())
+	return o.encode()
+}
+
+// askedKinds names what each input request asks, sorted:
+// "elicitation/create:form", "elicitation/create:url",
+// "sampling/createMessage", "roots/list", or the method.
+func askedKinds(reqs map[string]jsontext.Value) []string {
+	out := make([]string, 0, len(reqs))
+	for _, raw := range reqs {
+		method, mode := inputKind(raw)
+		if mode != "" {
+			method += ":" + mode
+		}
+		out = append(out, method)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// inputKind reads an input request's method and, for elicitation, its
+// mode (form when absent, ELI-C-04).
+func inputKind(raw jsontext.Value) (method, mode string) {
+	var r struct {
+		Method string `json:"method"`
+		Params struct {
+			Mode string `json:"mode"`
+		} `json:"params"`
+	}
+	_ = json.Unmarshal(raw, &r)
+	if r.Method == mcp.MethodElicitationCreate {
+		mode = r.Params.Mode
+		if mode == "" {
+			mode = mcp.ElicitationModeForm
+		}
+	}
+	return r.Method, mode
+}
+
+// missingCapabilities returns what the input requests need that caps
+// lacks, in the spec's object form, and whether anything is missing.
+func missingCapabilities(caps *mcp.ClientCapabilities, reqs map[string]jsontext.Value) (mcp.ClientCapabilities, bool) {
+	var need mcp.ClientCapabilities
+	missing := false
+	elicit := func() *mcp.ElicitationCapability {
+		if need.Elicitation == nil {
+			need.Elicitation = &mcp.ElicitationCapability{}
+		}
+		return need.Elicitation
+	}
+	for _, raw := range reqs {
+		method, mode := inputKind(raw)
+		switch {
+		case method == mcp.MethodElicitationCreate && mode == mcp.ElicitationModeURL:
+			if !caps.ElicitationURL() {
+				elicit().URL, missing = &mcp.Empty{}, true
+			}
+		case method == mcp.MethodElicitationCreate:
+			if !caps.ElicitationForm() {
+				elicit().Form, missing = &mcp.Empty{}, true
+			}
+		case method == mcp.MethodSamplingCreate:
+			if !caps.HasSampling() {
+				need.Sampling, missing = &mcp.SamplingCapability{}, true
+			}
+		case method == mcp.MethodRootsList:
+			if !caps.HasRoots() {
+				need.Roots, missing = &mcp.RootsCapability{}, true
+			}
+		}
+	}
+	return need, missing
+}
+
+func hexID(id [16]byte) string { return hex.EncodeToString(id[:]) }
