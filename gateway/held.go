@@ -54,7 +54,10 @@ type heldCall struct {
 	principal string
 	sess      *session
 	events    chan heldEvent
-	cancel    context.CancelFunc
+	// done is closed when the call ends (cancel): an upstream request
+	// still waiting for the client's answer then gives up.
+	done   <-chan struct{}
+	cancel context.CancelFunc
 
 	mu      sync.Mutex
 	notify  func(*jsonrpc.Notification) error // the client request now waiting, if any
@@ -109,7 +112,7 @@ func (hc *heldCalls) start(ctx context.Context, r *request, t target, call strin
 	}
 	sess.attach(h)
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	h.cancel = cancel
+	h.cancel, h.done = cancel, cctx.Done()
 	if r.meta.LogLevel != "" {
 		sess.setLevel(cctx, r.meta.LogLevel)
 	}
@@ -227,12 +230,18 @@ func (h *heldCall) ask(ctx context.Context, method string, params json.RawMessag
 	case h.events <- heldEvent{ask: p}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-h.done:
+		return nil, context.Canceled
 	}
 	select {
 	case raw := <-p.reply:
 		return raw, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-h.done:
+		// Ended (abandoned, timed out, closed): the session closes next,
+		// and go-sdk waits for this handler before it does.
+		return nil, context.Canceled
 	}
 }
 
