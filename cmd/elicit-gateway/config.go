@@ -1,0 +1,452 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-elicit/elicit/auth"
+	"github.com/mcp-elicit/elicit/auth/jwtauth"
+	"github.com/mcp-elicit/elicit/gateway"
+	"github.com/mcp-elicit/elicit/reqstate"
+	"github.com/mcp-elicit/elicit/reqstate/keyring"
+	"github.com/mcp-elicit/elicit/store"
+	"github.com/mcp-elicit/elicit/store/postgres"
+	"github.com/mcp-elicit/elicit/store/sqlite"
+)
+
+// Environment variables holding secrets (no flag: it would show in ps).
+const (
+	envMasterKey  = "ELICIT_GATEWAY_MASTER_KEY"
+	envPeerSecret = "ELICIT_GATEWAY_PEER_SECRET"
+)
+
+var errHelp = errors.New("help shown")
+
+// config is the resolved configuration.
+type config struct {
+	addr            string
+	dataDir         string
+	storeURL        string
+	upstreams       []gateway.Upstream
+	prefixAll       bool
+	authMode        string
+	insecureDemo    bool
+	jwt             jwtauth.JWTOptions
+	allowedHosts    []string
+	logLevel        slog.Level
+	auditLog        string
+	peerURL         string
+	shutdownTimeout time.Duration
+	getenv          func(string) string
+}
+
+// setting is one flag, its environment variable and its config file key.
+type setting struct {
+	name, def, usage string
+	repeated, isBool bool
+}
+
+var settings = []setting{
+	{name: "config", usage: "JSON file of settings: keys are flag names, values strings (arrays of strings for repeated settings)"},
+	{name: "addr", def: "127.0.0.1:3100", usage: "listen address host:port"},
+	{name: "data", def: "./elicit-gateway-data", usage: "data directory: the SQLite store of the requestState keys and master.key"},
+	{name: "store", usage: "PostgreSQL URL postgres://user@host/db shared by several gateway instances (instead of SQLite in --data)"},
+	{name: "upstream", repeated: true, usage: "NAME=URL of an upstream MCP server (repeat for several); NAME is 1-32 of a-z, 0-9 and -, starting with a letter"},
+	{name: "upstream-tokens", repeated: true, usage: "NAME=FILE: the upstream's token per user, \"principal token\" lines (@gateway: the gateway's own, for listing); without it the upstream gets no Authorization header"},
+	{name: "upstream-revision", repeated: true, usage: "NAME=REVISION: 2026-07-28 or 2025-11-25 instead of finding out"},
+	{name: "prefix-all", def: "false", isBool: true, usage: "prefix every tool and prompt name with its upstream's name and _, not only colliding ones"},
+	{name: "auth", def: "demo", usage: "client authentication: demo (bearer token = user name; loopback only) or jwt (bearer JWTs from --jwt-issuer)"},
+	{name: "insecure-demo-auth", def: "false", isBool: true, usage: "allow demo auth on a non-loopback --addr"},
+	{name: "jwt-issuer", usage: "--auth jwt: issuer URL (its metadata gives the JWKS)"},
+	{name: "jwt-resource", usage: "--auth jwt: this gateway's resource identifier; tokens' aud must contain it"},
+	{name: "jwt-scopes", usage: "--auth jwt: scopes every token must grant, comma-separated"},
+	{name: "allowed-hosts", usage: "more host names accepted in Host and Origin, comma-separated"},
+	{name: "log-level", def: "info", usage: "debug, info, warn or error"},
+	{name: "audit-log", def: "-", usage: "audit records as JSON lines: - for stdout, off, or a file to append to"},
+	{name: "peer-url", usage: "this instance's /mcp URL as other instances reach it, to take retries of the 2025 calls it holds (needs ELICIT_GATEWAY_PEER_SECRET, the same on every instance)"},
+	{name: "shutdown-timeout", def: "10s", usage: "on SIGTERM/SIGINT, how long in-flight requests get to finish"},
+}
+
+func envName(name string) string {
+	return "ELICIT_GATEWAY_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// multi collects a repeated flag.
+type multi struct{ vals []string }
+
+func (m *multi) String() string     { return strings.Join(m.vals, ",") }
+func (m *multi) Set(v string) error { m.vals = append(m.vals, v); return nil }
+
+// loadConfig resolves the settings: flag, then environment, then the
+// --config file, then the default.
+func loadConfig(args []string, getenv func(string) string, helpOut io.Writer) (*config, error) {
+	fs := flag.NewFlagSet("elicit-gateway", flag.ContinueOnError)
+	fs.SetOutput(helpOut)
+	single := map[string]*string{}
+	repeated := map[string]*multi{}
+	bools := map[string]*bool{}
+	for _, s := range settings {
+		switch {
+		case s.repeated:
+			repeated[s.name] = &multi{}
+			fs.Var(repeated[s.name], s.name, s.usage+" ["+envName(s.name)+"]")
+		case s.isBool:
+			bools[s.name] = fs.Bool(s.name, false, s.usage+" ["+envName(s.name)+"]")
+		default:
+			single[s.name] = fs.String(s.name, s.def, s.usage+" ["+envName(s.name)+"]")
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, errHelp
+		}
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	path := *single["config"]
+	if !set["config"] {
+		path = getenv(envName("config"))
+	}
+	file := map[string]json.RawMessage{}
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(data, &file); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	known := map[string]bool{}
+	for _, s := range settings {
+		known[s.name] = true
+	}
+	for k := range file {
+		if !known[k] || k == "config" {
+			return nil, fmt.Errorf("%s: unknown setting %q", path, k)
+		}
+	}
+	value := func(s setting) ([]string, error) {
+		switch {
+		case set[s.name] && s.repeated:
+			return repeated[s.name].vals, nil
+		case set[s.name] && s.isBool:
+			return []string{fmt.Sprint(*bools[s.name])}, nil
+		case set[s.name]:
+			return []string{*single[s.name]}, nil
+		}
+		if v := getenv(envName(s.name)); v != "" {
+			if s.repeated {
+				return strings.Split(v, ","), nil
+			}
+			return []string{v}, nil
+		}
+		if raw, ok := file[s.name]; ok {
+			var one string
+			if json.Unmarshal(raw, &one) == nil {
+				return []string{one}, nil
+			}
+			var many []string
+			if s.repeated && json.Unmarshal(raw, &many) == nil {
+				return many, nil
+			}
+			var b bool
+			if s.isBool && json.Unmarshal(raw, &b) == nil {
+				return []string{fmt.Sprint(b)}, nil
+			}
+			return nil, fmt.Errorf("%s: setting %q: want a string%s", path, s.name, map[bool]string{true: " or an array of strings"}[s.repeated])
+		}
+		if s.def == "" {
+			return nil, nil
+		}
+		return []string{s.def}, nil
+	}
+	vals := map[string][]string{}
+	for _, s := range settings {
+		v, err := value(s)
+		if err != nil {
+			return nil, err
+		}
+		vals[s.name] = v
+	}
+	return resolve(vals, getenv)
+}
+
+func first(v []string) string {
+	if len(v) == 0 {
+		return ""
+	}
+	return v[0]
+}
+
+// resolve checks the settings' values and builds the config.
+func resolve(v map[string][]string, getenv func(string) string) (*config, error) {
+	cfg := &config{addr: first(v["addr"]), dataDir: first(v["data"]), storeURL: first(v["store"]), authMode: first(v["auth"]),
+		auditLog: first(v["audit-log"]), peerURL: first(v["peer-url"]), getenv: getenv}
+	var err error
+	if cfg.shutdownTimeout, err = time.ParseDuration(first(v["shutdown-timeout"])); err != nil || cfg.shutdownTimeout < 0 {
+		return nil, fmt.Errorf("--shutdown-timeout %q: want a duration like 10s", first(v["shutdown-timeout"]))
+	}
+	cfg.prefixAll = first(v["prefix-all"]) == "true"
+	cfg.insecureDemo = first(v["insecure-demo-auth"]) == "true"
+	if err := cfg.logLevel.UnmarshalText([]byte(first(v["log-level"]))); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	if h := first(v["allowed-hosts"]); h != "" {
+		cfg.allowedHosts = strings.Split(h, ",")
+	}
+	if err := cfg.readUpstreams(v); err != nil {
+		return nil, err
+	}
+	switch cfg.authMode {
+	case "demo":
+		if !cfg.insecureDemo && !loopback(cfg.addr) {
+			return nil, fmt.Errorf("--auth demo trusts any bearer token as a user name: only on a loopback --addr (not %q) unless --insecure-demo-auth", cfg.addr)
+		}
+	case "jwt":
+		cfg.jwt = jwtauth.JWTOptions{Issuer: first(v["jwt-issuer"]), Resource: first(v["jwt-resource"])}
+		if s := first(v["jwt-scopes"]); s != "" {
+			cfg.jwt.Scopes = strings.Split(s, ",")
+		}
+		if cfg.jwt.Issuer == "" || cfg.jwt.Resource == "" {
+			return nil, errors.New("--auth jwt needs --jwt-issuer and --jwt-resource")
+		}
+	default:
+		return nil, fmt.Errorf("--auth %q: want demo or jwt", cfg.authMode)
+	}
+	if cfg.peerURL != "" && len(getenv(envPeerSecret)) < 32 {
+		return nil, fmt.Errorf("--peer-url needs %s, at least 32 bytes, the same on every instance", envPeerSecret)
+	}
+	return cfg, nil
+}
+
+// readUpstreams reads --upstream, --upstream-tokens and
+// --upstream-revision.
+func (cfg *config) readUpstreams(v map[string][]string) error {
+	index := map[string]int{}
+	for _, s := range v["upstream"] {
+		name, url, ok := strings.Cut(s, "=")
+		if !ok {
+			return fmt.Errorf("--upstream %q: want NAME=URL", s)
+		}
+		if _, dup := index[name]; dup {
+			return fmt.Errorf("--upstream %q given twice", name)
+		}
+		index[name] = len(cfg.upstreams)
+		cfg.upstreams = append(cfg.upstreams, gateway.Upstream{Name: name, URL: url})
+	}
+	if len(cfg.upstreams) == 0 {
+		return errors.New("no --upstream NAME=URL given")
+	}
+	lookup := func(flagName, s string) (*gateway.Upstream, string, error) {
+		name, val, ok := strings.Cut(s, "=")
+		i, known := index[name]
+		if !ok || !known {
+			return nil, "", fmt.Errorf("--%s %q: want NAME=VALUE for a NAME given with --upstream", flagName, s)
+		}
+		return &cfg.upstreams[i], val, nil
+	}
+	for _, s := range v["upstream-tokens"] {
+		u, path, err := lookup("upstream-tokens", s)
+		if err != nil {
+			return err
+		}
+		toks, err := gateway.LoadTokenFile(path)
+		if err != nil {
+			return fmt.Errorf("--upstream-tokens %s: %w", u.Name, err)
+		}
+		u.Credentials = toks
+	}
+	for _, s := range v["upstream-revision"] {
+		u, rev, err := lookup("upstream-revision", s)
+		if err != nil {
+			return err
+		}
+		u.Revision = rev
+	}
+	return nil
+}
+
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// built is a configured gateway, not started.
+type built struct {
+	g           *gateway.Gateway
+	handlerOpts *gateway.HandlerOptions
+	ring        *keyring.Ring
+	sealer      *reqstate.Sealer
+}
+
+// build opens the store, loads the requestState keys and configures the
+// gateway and its front's authentication.
+func (cfg *config) build(ctx context.Context, log *slog.Logger, stdout io.Writer) (*built, func(), error) {
+	st, master, err := cfg.openKeys(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	closeStore := func() { _ = st.Close() }
+	fail := func(err error) (*built, func(), error) { closeStore(); return nil, nil, err }
+	ring, err := keyring.New(st, master, nil)
+	if err != nil {
+		return fail(err)
+	}
+	keys, err := ring.Load(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("loading the requestState keys: %w", err))
+	}
+	sealer, err := reqstate.New(keys, nil)
+	if err != nil {
+		return fail(err)
+	}
+	var authn auth.Authenticator = auth.DemoBearer{}
+	if cfg.authMode == "jwt" {
+		j, err := jwtauth.NewJWT(ctx, cfg.jwt)
+		if err != nil {
+			return fail(err)
+		}
+		authn = j
+	}
+	opts := gateway.Options{Upstreams: cfg.upstreams, PrefixAll: cfg.prefixAll, Sealer: sealer, Logger: log, PeerURL: cfg.peerURL}
+	if cfg.peerURL != "" {
+		opts.PeerSecret = []byte(cfg.getenv(envPeerSecret))
+	}
+	if opts.Audit, err = cfg.auditSink(stdout); err != nil {
+		return fail(err)
+	}
+	g, err := gateway.New(opts)
+	if err != nil {
+		return fail(err)
+	}
+	return &built{g: g, ring: ring, sealer: sealer, handlerOpts: &gateway.HandlerOptions{Auth: authn, AllowedHosts: cfg.allowedHosts, Logger: log}}, closeStore, nil
+}
+
+// keyStore is what the gateway uses of a store: the key ring.
+type keyStore interface {
+	store.KeyRing
+	Close() error
+}
+
+// openKeys opens the store and reads the master key: from the
+// environment, else master.key in --data (created on first use).
+func (cfg *config) openKeys(ctx context.Context) (keyStore, []byte, error) {
+	var master []byte
+	if b64 := cfg.getenv(envMasterKey); b64 != "" {
+		m, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil || len(m) != keyring.MasterKeySize {
+			return nil, nil, fmt.Errorf("%s: want %d bytes in standard base64", envMasterKey, keyring.MasterKeySize)
+		}
+		master = m
+	}
+	if cfg.storeURL != "" {
+		if master == nil {
+			return nil, nil, fmt.Errorf("--store needs %s, the same on every instance", envMasterKey)
+		}
+		st, err := postgres.Open(ctx, cfg.storeURL)
+		if err != nil {
+			return nil, nil, fmt.Errorf("opening the store: %w", err)
+		}
+		return st, master, nil
+	}
+	if err := os.MkdirAll(cfg.dataDir, 0o700); err != nil {
+		return nil, nil, err
+	}
+	if master == nil {
+		m, err := keyring.LoadOrCreateMasterKey(cfg.dataDir)
+		if err != nil {
+			return nil, nil, err
+		}
+		master = m
+	}
+	st, err := sqlite.Open(filepath.Join(cfg.dataDir, "gateway.db"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening the store: %w", err)
+	}
+	return st, master, nil
+}
+
+// auditSink returns the audit hook of --audit-log: one JSON object a line.
+func (cfg *config) auditSink(stdout io.Writer) (func(context.Context, *gateway.Record), error) {
+	var w io.Writer
+	switch cfg.auditLog {
+	case "off":
+		return nil, nil
+	case "-", "":
+		w = stdout
+	default:
+		f, err := os.OpenFile(cfg.auditLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		w = f
+	}
+	var mu sync.Mutex
+	return func(_ context.Context, r *gateway.Record) {
+		b, _ := json.Marshal(auditLine{Time: r.Time.UTC(), LatencyMs: float64(r.Latency) / float64(time.Millisecond), Principal: r.Principal,
+			Call: r.Call, Round: r.Round, Method: r.Method, Name: r.Name, Upstream: r.Upstream, UpstreamName: r.UpstreamName,
+			ClientRevision: r.ClientRevision, UpstreamRevision: r.UpstreamRevision, Outcome: r.Outcome, Asked: r.Asked, Code: r.Code})
+		mu.Lock()
+		defer mu.Unlock()
+		_, _ = w.Write(append(b, '\n'))
+	}, nil
+}
+
+// auditLine is a gateway.Record as one JSON line.
+type auditLine struct {
+	Time             time.Time `json:"time"`
+	LatencyMs        float64   `json:"latencyMs"`
+	Principal        string    `json:"principal"`
+	Call             string    `json:"call,omitempty"`
+	Round            int       `json:"round"`
+	Method           string    `json:"method"`
+	Name             string    `json:"name"`
+	Upstream         string    `json:"upstream,omitempty"`
+	UpstreamName     string    `json:"upstreamName,omitempty"`
+	ClientRevision   string    `json:"clientRevision"`
+	UpstreamRevision string    `json:"upstreamRevision,omitempty"`
+	Outcome          string    `json:"outcome"`
+	Asked            []string  `json:"asked,omitempty"`
+	Code             int       `json:"code,omitempty"`
+}
+
+// refreshKeys re-reads the key ring every 30 seconds, so a rotation
+// (elicitd keys rotate) reaches this instance.
+func (b *built) refreshKeys(ctx context.Context, log *slog.Logger) {
+	t := time.NewTicker(30 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := b.ring.Refresh(ctx, b.sealer); err != nil {
+				log.Warn("elicit-gateway: requestState keys not refreshed", "err", err)
+			}
+		}
+	}
+}
