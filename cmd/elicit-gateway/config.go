@@ -67,7 +67,7 @@ var settings = []setting{
 	{name: "upstream-tokens", repeated: true, usage: "NAME=FILE: the upstream's token per user, \"principal token\" lines (@gateway: the gateway's own, for listing); without it the upstream gets no Authorization header"},
 	{name: "upstream-revision", repeated: true, usage: "NAME=REVISION: 2026-07-28 or 2025-11-25 instead of finding out"},
 	{name: "prefix-all", def: "false", isBool: true, usage: "prefix every tool and prompt name with its upstream's name and _, not only colliding ones"},
-	{name: "auth", def: "demo", usage: "client authentication: demo (bearer token = user name; loopback only) or jwt (bearer JWTs from --jwt-issuer)"},
+	{name: "auth", def: "demo", usage: "client authentication: demo (bearer token = user name; loopback only), none (every client is one anonymous user; loopback only) or jwt (bearer JWTs from --jwt-issuer)"},
 	{name: "insecure-demo-auth", def: "false", isBool: true, usage: "allow demo auth on a non-loopback --addr"},
 	{name: "jwt-issuer", usage: "--auth jwt: issuer URL (its metadata gives the JWKS)"},
 	{name: "jwt-resource", usage: "--auth jwt: this gateway's resource identifier; tokens' aud must contain it"},
@@ -215,9 +215,9 @@ func resolve(v map[string][]string, getenv func(string) string) (*config, error)
 		return nil, err
 	}
 	switch cfg.authMode {
-	case "demo":
+	case "demo", "none":
 		if !cfg.insecureDemo && !loopback(cfg.addr) {
-			return nil, fmt.Errorf("--auth demo trusts any bearer token as a user name: only on a loopback --addr (not %q) unless --insecure-demo-auth", cfg.addr)
+			return nil, fmt.Errorf("--auth %s does not authenticate anyone: only on a loopback --addr (not %q) unless --insecure-demo-auth", cfg.authMode, cfg.addr)
 		}
 	case "jwt":
 		cfg.jwt = jwtauth.JWTOptions{Issuer: first(v["jwt-issuer"]), Resource: first(v["jwt-resource"])}
@@ -228,7 +228,7 @@ func resolve(v map[string][]string, getenv func(string) string) (*config, error)
 			return nil, errors.New("--auth jwt needs --jwt-issuer and --jwt-resource")
 		}
 	default:
-		return nil, fmt.Errorf("--auth %q: want demo or jwt", cfg.authMode)
+		return nil, fmt.Errorf("--auth %q: want demo, none or jwt", cfg.authMode)
 	}
 	if cfg.peerURL != "" && len(getenv(envPeerSecret)) < 32 {
 		return nil, fmt.Errorf("--peer-url needs %s, at least 32 bytes, the same on every instance", envPeerSecret)
@@ -325,7 +325,10 @@ func (cfg *config) build(ctx context.Context, log *slog.Logger, stdout io.Writer
 		return fail(err)
 	}
 	var authn auth.Authenticator = auth.DemoBearer{}
-	if cfg.authMode == "jwt" {
+	switch cfg.authMode {
+	case "none":
+		authn = auth.Anonymous{}
+	case "jwt":
 		j, err := jwtauth.NewJWT(ctx, cfg.jwt)
 		if err != nil {
 			return fail(err)
