@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -99,15 +100,17 @@ func (u *upstream) find(ctx context.Context) (string, error) {
 	}
 	rev := u.cfg.Revision
 	if rev == "" {
-		_, err := u.modern.Discover(withPrincipal(ctx, CatalogPrincipal))
+		d, err := u.modern.Discover(withPrincipal(ctx, CatalogPrincipal))
 		switch {
-		case err == nil:
+		case err == nil && slices.Contains(d.SupportedVersions, Revision2026):
 			rev = Revision2026
 		case unreachable(err):
 			return "", err
 		default:
 			// A 2025-era server answers discover with an error (no
-			// session, unknown method, another version) or an odd status.
+			// session, unknown method, another version), an odd status,
+			// or (go-sdk's stateful server) a result without 2026-07-28
+			// among its supportedVersions.
 			if err2 := u.pool.probe(ctx); err2 != nil {
 				return "", fmt.Errorf("neither server/discover at %s (%v) nor initialize at %s (%v) worked", Revision2026, err, Revision2025, err2)
 			}
