@@ -8,8 +8,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -249,6 +254,75 @@ func callGoSDKAt(ctx context.Context, rev, gw, tool string, u user) (string, err
 	return res.Content[0].(*sdk.TextContent).Text, nil
 }
 
+// tsClientDir installs the TypeScript SDK v2 client with the matrix
+// script into a temporary directory of t's. When npm or node is missing
+// it returns "" and why; with ELICIT_TS_TEST=require (CI) it fails
+// instead.
+func tsClientDir(t *testing.T) (dir, why string) {
+	t.Helper()
+	required := os.Getenv("ELICIT_TS_TEST") == "require"
+	skip := func(why string) (string, string) {
+		t.Helper()
+		if required {
+			t.Fatal("ELICIT_TS_TEST=require but " + why)
+		}
+		return "", why + "; set ELICIT_TS_TEST=require to make this a failure"
+	}
+	if testing.Short() && !required {
+		return skip("TypeScript SDK interop skipped in -short mode")
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		return skip("npm is not on PATH")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		return skip("node is not on PATH")
+	}
+	dir = t.TempDir()
+	script, err := os.ReadFile(filepath.Join("testdata", "tsclient_matrix.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"private":true,"type":"module"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "matrix.mjs"), script, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefer-offline", "@modelcontextprotocol/client@2.4.0")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return skip("npm install @modelcontextprotocol/client@2.4.0 failed: " + err.Error() + "\n" + string(out))
+	}
+	return dir, ""
+}
+
+// runTS runs the matrix cases with the TypeScript client at version and
+// returns each case's outcome line, keyed "tool:action".
+func runTS(t *testing.T, dir, gw, version string, cases []string) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", append([]string{"matrix.mjs", gw, "alice", version}, cases...)...)
+	cmd.Dir = dir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v\nstderr: %s", err, stderr.String())
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.SplitN(line, " ", 4)
+		if len(f) == 4 {
+			got[f[1]+":"+f[2]] = f[0] + " " + f[3]
+		}
+	}
+	return got
+}
+
 func TestInteropMatrix(t *testing.T) {
 	p := newPages(t)
 	elicitURL := serveElicit(t, elicitFlows(p))
@@ -274,6 +348,10 @@ func TestInteropMatrix(t *testing.T) {
 		{"form", mcp.ActionCancel, "cancelled"},
 		{"url", mcp.ActionDecline, "declined"},
 	}
+	tsDir, why := tsClientDir(t)
+	if why != "" {
+		t.Log("TypeScript SDK client not run: " + why)
+	}
 	for _, up := range upstreams {
 		t.Run(up.name, func(t *testing.T) {
 			cfg := up.up
@@ -296,6 +374,21 @@ func TestInteropMatrix(t *testing.T) {
 							t.Errorf("got %q, %v; want %q", got, err, tc.want)
 						}
 					})
+				}
+			}
+			if tsDir == "" {
+				return
+			}
+			var names []string
+			for _, tc := range cases {
+				names = append(names, tc.tool+":"+tc.action)
+			}
+			for _, version := range []string{Revision2026, Revision2025} {
+				got := runTS(t, tsDir, gw, version, names)
+				for _, tc := range cases {
+					if want := "RESULT " + tc.want; got[tc.tool+":"+tc.action] != want {
+						t.Errorf("typescript-sdk-%s/%s-%s: %q, want %q", version, tc.tool, tc.action, got[tc.tool+":"+tc.action], want)
+					}
 				}
 			}
 		})
