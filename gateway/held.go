@@ -283,26 +283,16 @@ func (h *heldCall) deliver(n *jsonrpc.Notification) {
 
 // finish forgets a call that ended by itself; its session goes back to
 // the pool.
-func (h *heldCall) finish() {
-	h.mu.Lock()
-	if h.over {
-		h.mu.Unlock()
-		return
-	}
-	h.over = true
-	if h.timer != nil {
-		h.timer.Stop()
-	}
-	h.mu.Unlock()
-	h.g.held.forget(h)
-	h.cancel()
-	h.sess.release(true)
-}
+func (h *heldCall) finish() { h.stop(true) }
 
 // end ends a call that did not finish: its context is cancelled (the
 // upstream's pending request is answered with an error, and go-sdk tells
 // the upstream the call is cancelled) and its session closed.
-func (h *heldCall) end() {
+func (h *heldCall) end() { h.stop(false) }
+
+// stop ends the call once: it is forgotten, its context cancelled, and
+// its session released (reusable after a call that finished).
+func (h *heldCall) stop(reusable bool) {
 	h.mu.Lock()
 	if h.over {
 		h.mu.Unlock()
@@ -315,7 +305,7 @@ func (h *heldCall) end() {
 	h.mu.Unlock()
 	h.g.held.forget(h)
 	h.cancel()
-	h.sess.release(false)
+	h.sess.release(reusable)
 }
 
 func (hc *heldCalls) forget(h *heldCall) {

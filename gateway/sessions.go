@@ -14,6 +14,7 @@ import (
 	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-elicit/elicit/internal/quietlog"
 	"github.com/mcp-elicit/elicit/jsonrpc"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
@@ -488,23 +489,4 @@ func keepToolsWithValidHeaders(log *slog.Logger, upstream string, tools []item) 
 }
 
 // quiet logs go-sdk's INFO records (one per session) at DEBUG.
-func quiet(l *slog.Logger) *slog.Logger { return slog.New(demote{l.Handler()}) }
-
-type demote struct{ slog.Handler }
-
-func (d demote) Enabled(ctx context.Context, lv slog.Level) bool {
-	if lv == slog.LevelInfo {
-		lv = slog.LevelDebug
-	}
-	return d.Handler.Enabled(ctx, lv)
-}
-
-func (d demote) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level == slog.LevelInfo {
-		r.Level = slog.LevelDebug
-	}
-	return d.Handler.Handle(ctx, r)
-}
-
-func (d demote) WithAttrs(as []slog.Attr) slog.Handler { return demote{d.Handler.WithAttrs(as)} }
-func (d demote) WithGroup(n string) slog.Handler       { return demote{d.Handler.WithGroup(n)} }
+func quiet(l *slog.Logger) *slog.Logger { return quietlog.Demote(l) }

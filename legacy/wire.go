@@ -10,6 +10,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-elicit/elicit/internal/quietlog"
 	"github.com/mcp-elicit/elicit/jsonrpc"
 	"github.com/mcp-elicit/elicit/mcp"
 )
@@ -98,31 +99,9 @@ func stripModernMeta(body []byte) []byte {
 	return out
 }
 
-// quieter returns a logger that logs l's INFO records at DEBUG: go-sdk
-// logs each session's start and end (with its id) at INFO, which at
-// thousands of sessions floods the log.
-func quieter(l *slog.Logger) *slog.Logger {
-	return slog.New(demote{l.Handler()})
-}
-
-type demote struct{ slog.Handler }
-
-func (d demote) Enabled(ctx context.Context, lv slog.Level) bool {
-	if lv == slog.LevelInfo {
-		lv = slog.LevelDebug
-	}
-	return d.Handler.Enabled(ctx, lv)
-}
-
-func (d demote) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level == slog.LevelInfo {
-		r.Level = slog.LevelDebug
-	}
-	return d.Handler.Handle(ctx, r)
-}
-
-func (d demote) WithAttrs(as []slog.Attr) slog.Handler { return demote{d.Handler.WithAttrs(as)} }
-func (d demote) WithGroup(n string) slog.Handler       { return demote{d.Handler.WithGroup(n)} }
+// quieter returns a logger that logs l's INFO records at DEBUG (go-sdk's
+// per-session INFO lines).
+func quieter(l *slog.Logger) *slog.Logger { return quietlog.Demote(l) }
 
 // trimmed is a list result without the 2026-only caching hints (ttlMs,
 // cacheScope) go-sdk's result types always carry: they are not in
