@@ -166,7 +166,7 @@ func (g *Gateway) call(ctx context.Context, r *request) (res json.RawMessage, je
 			a.held.abandon()
 		}
 		g.log.Warn("gateway: upstream asked for an undeclared capability", "upstream", rt.up.cfg.Name, "asked", strings.Join(rd.asked, ","))
-		return nil, mcpserver.MissingCapability(need, "This request needs a client capability it did not declare")
+		return nil, mcpserver.MissingCapability(need, "")
 	}
 	p := &payload{kind: kindRelayed, upstream: rt.up.cfg.Name, hasState: a.hasState, state: a.state}
 	if a.held != nil {

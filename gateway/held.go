@@ -13,9 +13,9 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/mcp-elicit/elicit/internal/transport"
 	"github.com/mcp-elicit/elicit/jsonrpc"
 	"github.com/mcp-elicit/elicit/mcp"
-	"github.com/mcp-elicit/elicit/mcpserver"
 )
 
 // A 2025-11-25 upstream asks the user by sending a request of its own
@@ -345,5 +345,5 @@ func sdkError(h *heldCall, err error) *jsonrpc.Error {
 	}
 	up.g.log.Warn("gateway: 2025 upstream call failed", "upstream", up.cfg.Name, "err", err)
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("Upstream %q failed to answer; retry later", up.cfg.Name),
-		Data: mcpserver.RetryData{Retryable: true, RetryAfterMs: 1000}}
+		Data: transport.RetryData{Retryable: true, RetryAfterMs: 1000}}
 }

@@ -15,9 +15,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-elicit/elicit/internal/quietlog"
+	"github.com/mcp-elicit/elicit/internal/transport"
 	"github.com/mcp-elicit/elicit/jsonrpc"
 	"github.com/mcp-elicit/elicit/mcp"
-	"github.com/mcp-elicit/elicit/mcpserver"
 )
 
 // sessionPool holds a 2025 upstream's sessions. A session belongs to one
@@ -61,7 +61,7 @@ func poolKey(principal string, caps *mcp.ClientCapabilities) string {
 func (p *sessionPool) errTooMany() *jsonrpc.Error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 		Message: fmt.Sprintf("Too many calls of yours in progress at upstream %q; retry when one ends", p.u.cfg.Name),
-		Data:    mcpserver.RetryData{Retryable: true, RetryAfterMs: 1000}}
+		Data:    transport.RetryData{Retryable: true, RetryAfterMs: 1000}}
 }
 
 // acquire returns an idle session of principal with caps, or opens one.
@@ -107,7 +107,7 @@ func (u *upstream) sessionError(r *request, err error) *jsonrpc.Error {
 	}
 	u.g.log.Warn("gateway: 2025 upstream session not opened", "upstream", u.cfg.Name, "principal", r.principal, "err", err)
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("Upstream %q is unreachable; retry later", u.cfg.Name),
-		Data: mcpserver.RetryData{Retryable: true, RetryAfterMs: 1000}}
+		Data: transport.RetryData{Retryable: true, RetryAfterMs: 1000}}
 }
 
 // open initializes a session for principal, declaring caps.

@@ -13,10 +13,10 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/mcp-elicit/elicit/internal/transport"
 	"github.com/mcp-elicit/elicit/jsonrpc"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpclient"
-	"github.com/mcp-elicit/elicit/mcpserver"
 )
 
 // upstream is one configured server and the gateway's connection to it:
@@ -398,17 +398,17 @@ func (u *upstream) wireError(r *request, err error) *jsonrpc.Error {
 	case unreachable(err) || errors.Is(err, mcpclient.ErrStreamEnded):
 		u.g.log.Warn("gateway: upstream unreachable", "upstream", u.cfg.Name, "method", r.method, "err", err)
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("Upstream %q is unreachable; retry later", u.cfg.Name),
-			Data: mcpserver.RetryData{Retryable: true, RetryAfterMs: 1000}}
+			Data: transport.RetryData{Retryable: true, RetryAfterMs: 1000}}
 	}
 	u.g.log.Error("gateway: upstream request failed", "upstream", u.cfg.Name, "method", r.method, "err", err)
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("Upstream %q failed to answer", u.cfg.Name)}
 }
 
 // retryData keeps an upstream error's data as it came, except that a
-// retryable -32603's data becomes mcpserver.RetryData, so the client gets
+// retryable -32603's data becomes transport.RetryData, so the client gets
 // the same HTTP 503 and Retry-After the upstream gave.
 func retryData(raw json.RawMessage) any {
-	var rd mcpserver.RetryData
+	var rd transport.RetryData
 	if json.Unmarshal(raw, &rd) == nil && rd.Retryable {
 		var all map[string]json.RawMessage
 		if json.Unmarshal(raw, &all) == nil && len(all) <= 3 {
