@@ -98,6 +98,13 @@ type Options struct {
 	// declares none ({}), and any input request is then an error. The
 	// struct is copied by New.
 	Handlers *Handlers
+	// Extensions are declared in every request's _meta under
+	// clientCapabilities.extensions, each identifier with its settings
+	// object (nil means {}): basic/versioning.mdx §Extension Negotiation.
+	// A server uses an extension's methods and result types only for a
+	// request that declares it. New panics on an identifier that is not
+	// one (mcp.ValidExtensionID) or settings that are not an object.
+	Extensions map[string]json.RawMessage
 	// MaxRounds caps the retries of one call: when the server still
 	// answers input_required after MaxRounds retries, the call fails with
 	// ErrRoundLimit. 0 means DefaultMaxRounds.
@@ -211,6 +218,7 @@ func newClient(opts *Options) *Client {
 		c.handlers = *o.Handlers
 	}
 	c.caps = c.handlers.Capabilities()
+	c.caps.Extensions = extensions(o.Extensions)
 	if c.maxRounds <= 0 {
 		c.maxRounds = DefaultMaxRounds
 	}
@@ -240,6 +248,28 @@ func newClient(opts *Options) *Client {
 	return c
 }
 
+// extensions checks and copies Options.Extensions.
+func extensions(in map[string]json.RawMessage) map[string]json.RawMessage {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]json.RawMessage, len(in))
+	for id, v := range in {
+		if !mcp.ValidExtensionID(id) {
+			panic(fmt.Sprintf("mcpclient: invalid extension identifier %q", id))
+		}
+		if v == nil {
+			v = json.RawMessage(`{}`)
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(v, &obj); err != nil || obj == nil {
+			panic(fmt.Sprintf("mcpclient: extension %q: settings must be a JSON object", id))
+		}
+		out[id] = append(json.RawMessage(nil), v...)
+	}
+	return out
+}
+
 // Endpoint returns the endpoint URL given to New ("" for NewCommand).
 func (c *Client) Endpoint() string { return c.endpoint }
 
@@ -250,7 +280,7 @@ func (c *Client) Endpoint() string { return c.endpoint }
 func (c *Client) Close() error { return c.tr.close() }
 
 // Capabilities returns the client capabilities sent in every request's
-// _meta, derived from Options.Handlers.
+// _meta, derived from Options.Handlers and Options.Extensions.
 func (c *Client) Capabilities() mcp.ClientCapabilities { return c.caps }
 
 // Version returns the protocol version the client sends: Options.

@@ -301,7 +301,10 @@ type Request struct {
 func (r *Request) Capabilities() *mcp.ClientCapabilities { return &r.Meta.ClientCapabilities }
 
 // Require returns nil when the request declared need, else the -32021 error
-// to return from the handler before doing anything (CAP-S-03).
+// to return from the handler before doing anything (CAP-S-03). Extensions
+// in need count as declared when the request's _meta lists them with an
+// object (mcp.ClientCapabilities.HasExtension); their settings are not
+// compared.
 func (r *Request) Require(need mcp.ClientCapabilities) error {
 	c := r.Capabilities()
 	var missing mcp.ClientCapabilities
@@ -323,6 +326,14 @@ func (r *Request) Require(need mcp.ClientCapabilities) error {
 	}
 	if need.Roots != nil && !c.HasRoots() {
 		missing.Roots, lack = &mcp.RootsCapability{}, true
+	}
+	for id, v := range need.Extensions {
+		if !c.HasExtension(id) {
+			if missing.Extensions == nil {
+				missing.Extensions = map[string]json.RawMessage{}
+			}
+			missing.Extensions[id], lack = v, true
+		}
 	}
 	if !lack {
 		return nil

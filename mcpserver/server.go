@@ -174,6 +174,8 @@ type Server struct {
 	resIdx    map[string]*resourceEntry
 	templates []*templateEntry
 	complete  CompletionHandler
+	// extensions are advertised under capabilities.extensions (AddExtension).
+	extensions map[string]json.RawMessage
 
 	// encoded holds the JSON of server/discover and the list results,
 	// which change only on registration; caps the advertised capabilities.
@@ -470,7 +472,40 @@ func (s *Server) capabilitiesLocked() mcp.ServerCapabilities {
 	if s.complete != nil {
 		c.Completions = &mcp.Empty{}
 	}
+	if len(s.extensions) > 0 {
+		c.Extensions = make(map[string]json.RawMessage, len(s.extensions))
+		for id, v := range s.extensions {
+			c.Extensions[id] = v
+		}
+	}
 	return c
+}
+
+// AddExtension advertises the extension id in server/discover's
+// capabilities.extensions with its settings, a JSON object (nil means
+// {}): basic/versioning.mdx §Extension Negotiation. It panics when id is
+// not an extension identifier (mcp.ValidExtensionID) or settings is not
+// an object: programming errors. The tasks extension is advertised by
+// EnableTasks, which also serves its methods.
+func (s *Server) AddExtension(id string, settings json.RawMessage) {
+	if !mcp.ValidExtensionID(id) {
+		panic(fmt.Sprintf("mcpserver: invalid extension identifier %q", id))
+	}
+	if settings == nil {
+		settings = json.RawMessage(`{}`)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(settings, &obj); err != nil || obj == nil {
+		panic(fmt.Sprintf("mcpserver: extension %q: settings must be a JSON object", id))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.encoded, s.caps = nil, nil
+	s.gen++
+	if s.extensions == nil {
+		s.extensions = map[string]json.RawMessage{}
+	}
+	s.extensions[id] = settings
 }
 
 // known reports whether method is served: server/discover always; the
