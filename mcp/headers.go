@@ -27,8 +27,10 @@ const (
 	HeaderProtocolVersion = "Mcp-Protocol-Version"
 	// HeaderMethod carries the JSON-RPC method, equal to the body's.
 	HeaderMethod = "Mcp-Method"
-	// HeaderName carries params.name (tools/call, prompts/get) or
-	// params.uri (resources/read), encoded with EncodeHeaderValue.
+	// HeaderName carries params.name (tools/call, prompts/get),
+	// params.uri (resources/read) or params.taskId (tasks/get,
+	// tasks/update, tasks/cancel of the tasks extension), encoded with
+	// EncodeHeaderValue (NamedMethod).
 	HeaderName = "Mcp-Name"
 	// HeaderParamPrefix is followed by an x-mcp-header name; the value is
 	// the argument, encoded with EncodeHeaderValue.
@@ -38,10 +40,24 @@ const (
 // MRTRMethod reports whether method is one of the requests that take
 // inputResponses and requestState and may answer with an
 // InputRequiredResult: tools/call, prompts/get and resources/read
-// (basic/patterns/mrtr.mdx, MRTR-S-03). They are also the requests that
-// carry the Mcp-Name header.
+// (basic/patterns/mrtr.mdx, MRTR-S-03). They carry the Mcp-Name header
+// (NamedMethod).
 func MRTRMethod(method string) bool {
 	return method == MethodToolsCall || method == MethodPromptsGet || method == MethodResourcesRead
+}
+
+// NamedMethod reports whether requests of method carry the Mcp-Name
+// header: the MRTR methods, and the tasks extension's tasks/get,
+// tasks/update and tasks/cancel, whose Mcp-Name is params.taskId
+// (SEP-2663 §Streamable HTTP routing headers).
+func NamedMethod(method string) bool {
+	return MRTRMethod(method) || TaskMethod(method)
+}
+
+// TaskMethod reports whether method is tasks/get, tasks/update or
+// tasks/cancel: the methods of the tasks extension, which take params.taskId.
+func TaskMethod(method string) bool {
+	return method == MethodTasksGet || method == MethodTasksUpdate || method == MethodTasksCancel
 }
 
 const (

@@ -289,12 +289,16 @@ type Request struct {
 	// ignored), and Restart says why, so the handler can say that the
 	// earlier answer was not used. Empty otherwise.
 	Restart RestartReason
+	// TaskID is the task's id when the handler runs inside a task of the
+	// tasks extension (RunAsTask), "" in a call.
+	TaskID string
 
-	opID      [16]byte
-	responses map[string]json.RawMessage
-	issued    map[string]issued
-	notify    transport.Notifier
-	reported  Outcome // ReportOutcome
+	taskAllowed bool // see TaskAllowed
+	opID        [16]byte
+	responses   map[string]json.RawMessage
+	issued      map[string]issued
+	notify      transport.Notifier
+	reported    Outcome // ReportOutcome
 }
 
 // Capabilities returns the client capabilities declared on this request.
@@ -442,8 +446,10 @@ type call struct {
 	h         Handler
 	opts      HandlerOptions
 	vars      map[string]string // a matched resource template's variables
-	ri        *roundInfo        // what Observe will need; nil when not observed
-	scratch   roundInfo         // ri when not observed
+	// taskAllowed: the handler may return RunAsTask (Request.TaskAllowed).
+	taskAllowed bool
+	ri          *roundInfo // what Observe will need; nil when not observed
+	scratch     roundInfo  // ri when not observed
 	// binding is set by bind, when a state is opened or sealed; the
 	// argument digest is paid for only then.
 	binding reqstate.Binding
@@ -470,7 +476,7 @@ func (s *Server) serveMRTR(ctx context.Context, c *call) (any, error) {
 	}
 	in := c.in
 	req := &Request{Method: in.Method, Name: in.Name, Principal: c.principal, Meta: in.Meta, Arguments: in.Arguments,
-		TemplateVars: c.vars, notify: c.notify}
+		TemplateVars: c.vars, notify: c.notify, taskAllowed: c.taskAllowed}
 	if in.RequestState == nil {
 		req.opID = newOperationID()
 	} else if err := s.resume(c, req); err != nil {
@@ -485,7 +491,7 @@ func (s *Server) serveMRTR(ctx context.Context, c *call) (any, error) {
 	if c.ri.start != (time.Time{}) {
 		c.ri.summarize(req, reply)
 	}
-	return s.finish(c, req, reply)
+	return s.finish(ctx, c, req, reply)
 }
 
 // resume opens a retry's requestState for this user, method, target and
@@ -547,7 +553,7 @@ func (s *Server) restart(c *call, req *Request, openErr error) error {
 // finish turns the handler's reply into the round's result: the next
 // input_required, or the complete result of the method that was called.
 // A reply of another method's kind is a handler bug (-32603).
-func (s *Server) finish(c *call, req *Request, reply Reply) (any, error) {
+func (s *Server) finish(ctx context.Context, c *call, req *Request, reply Reply) (any, error) {
 	method := c.in.Method
 	switch r := reply.(type) {
 	case *InputRequired:
@@ -557,6 +563,10 @@ func (s *Server) finish(c *call, req *Request, reply Reply) (any, error) {
 			}
 		}
 		return s.inputRequired(c.in, req, c.binding, r)
+	case taskReply:
+		if req.TaskAllowed() {
+			return s.startTask(ctx, c, req)
+		}
 	case toolReply:
 		if method == mcp.MethodToolsCall && r.r != nil {
 			return s.toolResult(r.r), nil
@@ -700,17 +710,23 @@ func (s *Server) tooManyCorrections(in *transport.Incoming, key, problem string)
 // [uvarint(len schema) schema]) then the application state. kindByte holds
 // the kind in its low nibble and the re-ask count in its high nibble, so
 // states sealed before re-asks were counted still read (count 0).
-func encodePayload(a *InputRequired) []byte {
-	keys := append([]string(nil), a.keys...)
+func encodePayload(a *InputRequired) []byte { return encodeAsked(a.issued, a.state) }
+
+// encodeAsked is encodePayload of the questions issued and the state.
+func encodeAsked(issued map[string]issued, state []byte) []byte {
+	keys := make([]string, 0, len(issued))
+	for k := range issued {
+		keys = append(keys, k)
+	}
 	sort.Strings(keys)
-	n := 1 + len(a.state)
+	n := 1 + len(state)
 	for _, k := range keys {
-		n += 2 + len(k) + 1 + len(a.issued[k].schema) + 2
+		n += 2 + len(k) + 1 + len(issued[k].schema) + 2
 	}
 	b := make([]byte, 0, n)
 	b = binary.AppendUvarint(b, uint64(len(keys)))
 	for _, k := range keys {
-		is := a.issued[k]
+		is := issued[k]
 		b = binary.AppendUvarint(b, uint64(len(k)))
 		b = append(b, k...)
 		b = append(b, is.kind|is.reasks<<4)
@@ -719,7 +735,7 @@ func encodePayload(a *InputRequired) []byte {
 			b = append(b, is.schema...)
 		}
 	}
-	return append(b, a.state...)
+	return append(b, state...)
 }
 
 func decodePayload(b []byte) (map[string]issued, []byte, bool) {

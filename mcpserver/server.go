@@ -58,6 +58,20 @@
 // refused) and answers with a Reply (Text, ToolResult, ToolError, or an
 // InputRequired). Prompts and resources use the same Handler.
 //
+// # Tasks
+//
+// EnableTasks serves the tasks extension (io.modelcontextprotocol/tasks,
+// SEP-2663) for tools registered with HandlerOptions.Tasks: when the
+// request's _meta declares the extension, the handler may return
+// RunAsTask, the client gets a task id at once and the handler runs again
+// in the background; tasks/get shows its status and, at the end, the
+// result. A task that needs the user returns Ask() like a call does: the
+// same typed questions, capability gate and answer checks, with the
+// answers coming through tasks/update. Tasks belong to the user who
+// started them and expire after TaskOptions.TTL. They live in a TaskStore
+// (the contract is on that interface; MemoryTaskStore for one instance).
+// See docs/tasks.md for what is supported and what is not yet.
+//
 // # Transports
 //
 // The server is transport-neutral and stateless: package streamhttp
@@ -77,6 +91,9 @@
 //   - A handler's side: Handler, Request, Reply (Text, ToolResult,
 //     ToolError, PromptResult, ResourceResult), InputRequired and Ask,
 //     MissingCapability, RestartReason, MaxReasks.
+//   - Extensions and tasks: AddExtension; EnableTasks, TaskOptions,
+//     TaskSupport, RunAsTask, WaitTasks, SweepTasks; TaskStore,
+//     TaskRecord, MemoryTaskStore, ErrTaskNotFound, ErrTaskExists.
 //   - Failures: ErrUnavailable, ReasonStorageFull.
 //   - Observation for audit and metrics: Observer, Round, Outcome, Outcomes.
 package mcpserver
@@ -176,6 +193,8 @@ type Server struct {
 	complete  CompletionHandler
 	// extensions are advertised under capabilities.extensions (AddExtension).
 	extensions map[string]json.RawMessage
+	// tasks serves the tasks extension; nil until EnableTasks.
+	tasks *tasks
 
 	// encoded holds the JSON of server/discover and the list results,
 	// which change only on registration; caps the advertised capabilities.
@@ -236,6 +255,10 @@ type HandlerOptions struct {
 	// authentication: ServeAnonymously reports it (streamhttp.NewHandler
 	// then panics), and registering one after ServeAnonymously panics.
 	RequirePrincipal bool
+	// Tasks says whether a tool may run as a task of the tasks extension
+	// (EnableTasks, RunAsTask); TaskNever (the default) for prompts and
+	// resources, which never do.
+	Tasks TaskSupport
 }
 
 func optsOf(o *HandlerOptions) HandlerOptions {
@@ -527,6 +550,8 @@ func (s *Server) known(method string) bool {
 		return c.Resources != nil
 	case mcp.MethodCompletionComplete:
 		return c.Completions != nil
+	case mcp.MethodTasksGet, mcp.MethodTasksUpdate, mcp.MethodTasksCancel:
+		return s.tasksRuntime() != nil
 	}
 	return false
 }
@@ -644,6 +669,8 @@ func (s *Server) dispatch(ctx context.Context, in *transport.Incoming, principal
 	switch in.Method {
 	case mcp.MethodCompletionComplete:
 		return s.serveComplete(ctx, in)
+	case mcp.MethodTasksGet, mcp.MethodTasksUpdate, mcp.MethodTasksCancel:
+		return s.serveTasks(ctx, in, principal)
 	case mcp.MethodToolsCall:
 		s.mu.RLock()
 		e := s.toolIndex[in.Name]
@@ -652,6 +679,10 @@ func (s *Server) dispatch(ctx context.Context, in *transport.Incoming, principal
 			return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Unknown tool: %s", clipName(in.Name))
 		}
 		c.h, c.opts = e.handler, e.opts
+		var err error
+		if c.taskAllowed, err = s.taskGate(in, e.opts.Tasks); err != nil {
+			return nil, err
+		}
 	case mcp.MethodPromptsGet:
 		s.mu.RLock()
 		e := s.promptIdx[in.Name]

@@ -246,7 +246,7 @@ func (h *Handler) check(r *http.Request, req *jsonrpc.Request) (*transport.Incom
 		return nil, mismatch("Mcp-Method header missing, repeated or not plain ASCII")
 	}
 	var name string
-	needsName := mcp.MRTRMethod(req.Method) // the methods with params.name or params.uri
+	needsName := mcp.NamedMethod(req.Method) // the methods with params.name, params.uri or params.taskId
 	if needsName {
 		raw, ok := headerValue(r.Header, mcp.HeaderName)
 		if !ok {

@@ -101,8 +101,9 @@ type Incoming struct {
 	ID     jsonrpc.ID
 	Method string
 	Meta   *mcp.RequestMeta
-	// Name is params.name (tools/call, prompts/get) or params.uri
-	// (resources/read); "" for other methods.
+	// Name is params.name (tools/call, prompts/get), params.uri
+	// (resources/read) or params.taskId (tasks/get, tasks/update,
+	// tasks/cancel); "" for other methods.
 	Name           string
 	Arguments      json.RawMessage
 	InputResponses map[string]json.RawMessage
@@ -120,6 +121,7 @@ type Params struct {
 	Arguments      json.RawMessage            `json:"arguments"`
 	InputResponses map[string]json.RawMessage `json:"inputResponses"`
 	RequestState   *string                    `json:"requestState"`
+	TaskID         *string                    `json:"taskId"`
 	Cursor         *string                    `json:"cursor"`
 	Ref            json.RawMessage            `json:"ref"`
 	Argument       *struct {
@@ -202,6 +204,14 @@ func target(method string, p *Params) (string, *jsonrpc.Error) {
 			return "", jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: uri is required")
 		}
 		return *p.URI, nil
+	case mcp.MethodTasksGet, mcp.MethodTasksUpdate, mcp.MethodTasksCancel:
+		if p.TaskID == nil || *p.TaskID == "" {
+			return "", jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: taskId is required")
+		}
+		if p.RequestState != nil || (p.InputResponses != nil && method != mcp.MethodTasksUpdate) {
+			return "", jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: %s does not take inputResponses or requestState", method)
+		}
+		return *p.TaskID, nil
 	}
 	if p.InputResponses != nil || p.RequestState != nil {
 		return "", jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: %s does not take inputResponses or requestState", method)

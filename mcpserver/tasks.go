@@ -1,0 +1,547 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/mcp-elicit/elicit/internal/transport"
+	"github.com/mcp-elicit/elicit/jsonrpc"
+	"github.com/mcp-elicit/elicit/mcp"
+)
+
+// TaskSupport says whether a tool may run as a task of the tasks
+// extension (HandlerOptions.Tasks).
+type TaskSupport int
+
+const (
+	// TaskNever: the tool always answers in the call (the default).
+	TaskNever TaskSupport = iota
+	// TaskOptional: the handler may return RunAsTask when the request's
+	// _meta declares the tasks extension (Request.TaskAllowed); without
+	// it the handler runs in the call as usual.
+	TaskOptional
+	// TaskRequired: the tool only runs as a task. A call whose _meta does
+	// not declare the tasks extension is refused with -32021 naming it,
+	// before the handler runs (SEP-2663 §Required Capabilities).
+	TaskRequired
+)
+
+// TaskOptions configure the tasks extension (EnableTasks). A nil
+// *TaskOptions means the defaults.
+type TaskOptions struct {
+	// Store keeps the tasks; nil means a NewMemoryTaskStore (one instance
+	// only, lost on restart).
+	Store TaskStore
+	// TTL is how long a task stays readable after it was created, sent as
+	// ttlMs; 0 means one hour, negative means no limit (ttlMs null).
+	// SweepTasks deletes expired tasks; until then they read as unknown.
+	TTL time.Duration
+	// PollInterval is the pollIntervalMs suggested to clients; 0 means
+	// 500 ms.
+	PollInterval time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// tasks is the runtime of the tasks extension: the store and the runs
+// this instance has going, by task id, to cancel them.
+type tasks struct {
+	store   TaskStore
+	ttl     time.Duration
+	poll    time.Duration
+	now     func() time.Time
+	mu      sync.Mutex
+	running map[string]context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// EnableTasks serves the tasks extension (io.modelcontextprotocol/tasks,
+// SEP-2663): it is advertised in server/discover's capabilities.extensions,
+// tasks/get, tasks/update and tasks/cancel are served, and a tool
+// registered with HandlerOptions.Tasks may answer a tools/call with a
+// task (RunAsTask). Call it once, before serving; a second call panics.
+//
+// The extension is used per request: tasks/get, tasks/update and
+// tasks/cancel from a request whose _meta does not declare it are refused
+// with -32021 naming it, and such a call never gets a task. A task belongs
+// to the user who started it: another user's task id, an unknown or
+// expired one all read as the same -32602 "Unknown task".
+func (s *Server) EnableTasks(o *TaskOptions) {
+	var opts TaskOptions
+	if o != nil {
+		opts = *o
+	}
+	t := &tasks{store: opts.Store, ttl: opts.TTL, poll: opts.PollInterval, now: opts.Now, running: map[string]context.CancelFunc{}}
+	if t.store == nil {
+		t.store = NewMemoryTaskStore()
+	}
+	if t.ttl == 0 {
+		t.ttl = time.Hour
+	}
+	if t.poll <= 0 {
+		t.poll = 500 * time.Millisecond
+	}
+	if t.now == nil {
+		t.now = time.Now
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tasks != nil {
+		panic("mcpserver: EnableTasks called twice")
+	}
+	s.tasks = t
+	s.encoded, s.caps = nil, nil
+	s.gen++
+	if s.extensions == nil {
+		s.extensions = map[string]json.RawMessage{}
+	}
+	s.extensions[mcp.ExtensionTasks] = json.RawMessage(`{}`)
+}
+
+// tasksRuntime returns the tasks runtime, nil when EnableTasks was not called.
+func (s *Server) tasksRuntime() *tasks {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.tasks
+}
+
+// WaitTasks waits until the task runs this instance started have
+// returned: for tests and for a graceful shutdown after the runs were
+// cancelled or finished. Tasks stay in the store.
+func (s *Server) WaitTasks() {
+	if t := s.tasksRuntime(); t != nil {
+		t.wg.Wait()
+	}
+}
+
+// SweepTasks deletes the tasks whose TTL has passed from the store and
+// returns how many it deleted. Run it now and then (expired tasks already
+// read as unknown; this frees the space).
+func (s *Server) SweepTasks(ctx context.Context) (int, error) {
+	t := s.tasksRuntime()
+	if t == nil {
+		return 0, nil
+	}
+	return t.store.DeleteExpiredTasks(ctx, t.now())
+}
+
+type taskReply struct{}
+
+func (taskReply) isReply() {}
+
+// RunAsTask is a tools/call handler's reply that turns the call into a
+// task (SEP-2663): the client gets a CreateTaskResult at once, and the
+// handler runs again in the background, from the top, with the same
+// arguments and Request.TaskID set; what that run returns settles the
+// task. A run that returns Ask() moves the task to input_required; the
+// client's answers come with tasks/update, are checked like MRTR answers,
+// and once every question is answered the handler runs again and reads
+// them with Request.Elicitation and friends. The answers and state of the
+// call's own MRTR rounds go with the task, so a handler can gather input
+// in the call and then continue as a task.
+//
+// Return it only when Request.TaskAllowed is true; otherwise (or from a
+// run inside a task) it is a handler bug, answered with -32603.
+func RunAsTask() Reply { return taskReply{} }
+
+// TaskAllowed reports whether the handler may return RunAsTask: a
+// tools/call of a tool registered with HandlerOptions.Tasks, on a server
+// with EnableTasks, whose _meta declares the tasks extension, and not
+// already running inside a task.
+func (r *Request) TaskAllowed() bool { return r.taskAllowed && r.TaskID == "" }
+
+var errUnknownTask = jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Unknown task")
+
+// errNoChange makes an UpdateTask write nothing.
+var errNoChange = errors.New("no change")
+
+const taskTimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+func newTaskID() string {
+	id := newOperationID()
+	return hex.EncodeToString(id[:])
+}
+
+// taskGate refuses a tools/call of a TaskRequired tool without the
+// extension, and says whether this call may become a task.
+func (s *Server) taskGate(in *transport.Incoming, support TaskSupport) (allowed bool, err error) {
+	if support == TaskNever {
+		return false, nil
+	}
+	negotiated := in.Meta.ClientCapabilities.HasExtension(mcp.ExtensionTasks)
+	if support == TaskRequired && !negotiated {
+		return false, missingTasks("This tool runs only as a task: declare the " + mcp.ExtensionTasks + " extension in _meta clientCapabilities")
+	}
+	return negotiated && s.tasksRuntime() != nil, nil
+}
+
+func missingTasks(msg string) *jsonrpc.Error {
+	return MissingCapability(mcp.ClientCapabilities{Extensions: map[string]json.RawMessage{mcp.ExtensionTasks: json.RawMessage(`{}`)}}, msg)
+}
+
+// startTask stores a new working task for the call c and starts its run.
+// The CreateTaskResult goes out only once the store has the task, so an
+// immediate tasks/get finds it.
+func (s *Server) startTask(ctx context.Context, c *call, req *Request) (any, error) {
+	rt := s.tasksRuntime()
+	caps, err := json.Marshal(c.in.Meta.ClientCapabilities)
+	if err != nil {
+		return nil, err
+	}
+	now := rt.now().UTC()
+	rec := &TaskRecord{ID: newTaskID(), Principal: c.principal, Tool: c.in.Name, Arguments: cloneBytes(c.in.Arguments),
+		Capabilities: caps, Status: mcp.TaskWorking, CreatedAt: now, UpdatedAt: now,
+		OperationID: req.OperationID, Round: req.Round}
+	if rt.ttl > 0 {
+		rec.ExpiresAt = now.Add(rt.ttl)
+	}
+	if len(req.issued) > 0 || req.State != nil {
+		rec.Asked = encodeAsked(req.issued, req.State)
+		for k := range req.issued {
+			if v, ok := req.responses[k]; ok {
+				if rec.Responses == nil {
+					rec.Responses = map[string]json.RawMessage{}
+				}
+				rec.Responses[k] = cloneBytes(v)
+			}
+		}
+	}
+	if err := rt.store.CreateTask(ctx, rec); err != nil {
+		return nil, err
+	}
+	s.launch(rt, rec.ID)
+	return &mcp.CreateTaskResult{ResultType: mcp.ResultTypeTask, Task: rt.wire(rec), Meta: s.serverMeta()}, nil
+}
+
+func (rt *tasks) wire(rec *TaskRecord) mcp.Task {
+	t := mcp.Task{TaskID: rec.ID, Status: rec.Status, StatusMessage: rec.StatusMessage,
+		CreatedAt: rec.CreatedAt.UTC().Format(taskTimeLayout), LastUpdatedAt: rec.UpdatedAt.UTC().Format(taskTimeLayout),
+		PollIntervalMs: rt.poll.Milliseconds()}
+	if !rec.ExpiresAt.IsZero() {
+		ms := rec.ExpiresAt.Sub(rec.CreatedAt).Milliseconds()
+		t.TTLMs = &ms
+	}
+	return t
+}
+
+// launch runs the task's handler in the background, cancellable by
+// tasks/cancel on this instance.
+func (s *Server) launch(rt *tasks, id string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	rt.mu.Lock()
+	rt.running[id] = cancel
+	rt.mu.Unlock()
+	rt.wg.Add(1)
+	go func() {
+		defer rt.wg.Done()
+		defer func() {
+			rt.mu.Lock()
+			delete(rt.running, id)
+			rt.mu.Unlock()
+			cancel()
+		}()
+		for again := true; again; {
+			again = s.runTask(ctx, rt, id)
+		}
+	}()
+}
+
+// runTask runs the handler of a working task once and settles what it
+// returned; again is true when the handler returned state only and runs
+// once more.
+func (s *Server) runTask(ctx context.Context, rt *tasks, id string) (again bool) {
+	rec, err := rt.store.GetTask(ctx, id)
+	if err != nil {
+		s.log.Error("mcpserver: task vanished before its run", "task", id, "err", err)
+		return false
+	}
+	if rec.Status != mcp.TaskWorking {
+		return false
+	}
+	in := &transport.Incoming{Method: mcp.MethodToolsCall, Name: rec.Tool, Arguments: rec.Arguments}
+	req, reply, err := s.callTask(ctx, rec)
+	if ctx.Err() != nil {
+		return false // cancelled: the record already says so
+	}
+	settle, again := s.settleTask(rt, in, rec, req, reply, err)
+	if _, err := rt.store.UpdateTask(context.WithoutCancel(ctx), id, settle); err != nil && !errors.Is(err, errNoChange) {
+		s.log.Error("mcpserver: task outcome not stored", "task", id, "err", err)
+		return false
+	}
+	return again
+}
+
+// callTask rebuilds the handler's Request from the record and calls the
+// tool's handler; a panic becomes an error.
+func (s *Server) callTask(ctx context.Context, rec *TaskRecord) (req *Request, reply Reply, err error) {
+	var caps mcp.ClientCapabilities
+	if err := json.Unmarshal(rec.Capabilities, &caps); err != nil {
+		return nil, nil, fmt.Errorf("task capabilities unreadable: %w", err)
+	}
+	req = &Request{Method: mcp.MethodToolsCall, Name: rec.Tool, Principal: rec.Principal, Arguments: rec.Arguments,
+		Meta:  &mcp.RequestMeta{ProtocolVersion: mcp.ProtocolVersion, ClientCapabilities: caps},
+		Round: rec.Round, OperationID: rec.OperationID, TaskID: rec.ID, responses: rec.Responses}
+	if _, err := hex.Decode(req.opID[:], []byte(rec.OperationID)); err != nil {
+		return nil, nil, fmt.Errorf("task operation id unreadable: %w", err)
+	}
+	if rec.Asked != nil {
+		iss, state, ok := decodePayload(rec.Asked)
+		if !ok {
+			return nil, nil, errors.New("task's asked questions unreadable")
+		}
+		req.issued, req.State = iss, state
+	}
+	if req.Round >= s.maxRounds {
+		return nil, nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Too many rounds for one request")
+	}
+	s.mu.RLock()
+	e := s.toolIndex[rec.Tool]
+	s.mu.RUnlock()
+	if e == nil {
+		return nil, nil, fmt.Errorf("task's tool %q is no longer registered", rec.Tool)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("mcpserver: panic in a task", "tool", rec.Tool, "task", rec.ID, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			reply, err = nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "Internal error")
+		}
+	}()
+	reply, err = e.handler(ctx, req)
+	return req, reply, err
+}
+
+// settleTask turns a run's outcome into the update of its record. A tool
+// error is completed with isError; a protocol error is failed with the
+// JSON-RPC error inlined (SEP-2663 §error semantics).
+func (s *Server) settleTask(rt *tasks, in *transport.Incoming, rec *TaskRecord, req *Request, reply Reply, err error) (func(*TaskRecord) error, bool) {
+	outcome := func(status mcp.TaskStatus, result any, rpcErr *jsonrpc.Error) func(*TaskRecord) error {
+		var res, errJSON json.RawMessage
+		if result != nil {
+			res, _ = json.Marshal(result)
+		}
+		if rpcErr != nil {
+			errJSON, _ = json.Marshal(rpcErr)
+		}
+		return func(t *TaskRecord) error {
+			if t.Status != mcp.TaskWorking {
+				return errNoChange
+			}
+			t.Status, t.Result, t.Error, t.InputRequests, t.Responses = status, res, errJSON, nil, nil
+			t.UpdatedAt = rt.now().UTC()
+			return nil
+		}
+	}
+	failed := func(e error) func(*TaskRecord) error {
+		return outcome(mcp.TaskFailed, nil, s.wireError(in, e))
+	}
+	if err != nil {
+		return failed(err), false
+	}
+	switch r := reply.(type) {
+	case toolReply:
+		if r.r != nil {
+			return outcome(mcp.TaskCompleted, s.toolResult(r.r), nil), false
+		}
+	case *InputRequired:
+		return s.settleAsk(rt, in, req, r, outcome, failed)
+	}
+	return failed(fmt.Errorf("task handler for %q returned %T, which does not answer tools/call in a task", rec.Tool, reply)), false
+}
+
+// settleAsk moves a task to input_required with the questions of a, after
+// the same checks as an MRTR round: a valid request, only what the client
+// declared when it started the task, and the rules of repeated prompting.
+// A reply with state only runs the handler again at once.
+func (s *Server) settleAsk(rt *tasks, in *transport.Incoming, req *Request, a *InputRequired,
+	outcome func(mcp.TaskStatus, any, *jsonrpc.Error) func(*TaskRecord) error, failed func(error) func(*TaskRecord) error) (func(*TaskRecord) error, bool) {
+	if a.err != nil {
+		return failed(fmt.Errorf("invalid input requests: %w", a.err)), false
+	}
+	if need, missing := a.requiredCapabilities(req.Capabilities()); missing {
+		return outcome(mcp.TaskFailed, nil, MissingCapability(need, "This task needs a client capability the call that started it did not declare")), false
+	}
+	stop, err := s.applyReaskRules(in, req, a)
+	if err != nil {
+		return failed(err), false
+	}
+	if stop != nil {
+		return outcome(mcp.TaskCompleted, stop, nil), false
+	}
+	requests := make(map[string]json.RawMessage, len(a.requests))
+	for k, r := range a.requests {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return failed(err), false
+		}
+		requests[k] = b
+	}
+	asked := encodePayload(a)
+	stateOnly := len(requests) == 0
+	return func(t *TaskRecord) error {
+		if t.Status != mcp.TaskWorking {
+			return errNoChange
+		}
+		t.Round, t.Asked, t.Responses = req.Round+1, asked, nil
+		t.Status, t.InputRequests = mcp.TaskInputRequired, requests
+		if stateOnly {
+			t.Status, t.InputRequests = mcp.TaskWorking, nil
+		}
+		t.UpdatedAt = rt.now().UTC()
+		return nil
+	}, stateOnly
+}
+
+// serveTasks answers tasks/get, tasks/update and tasks/cancel.
+func (s *Server) serveTasks(ctx context.Context, in *transport.Incoming, principal string) (any, error) {
+	rt := s.tasksRuntime()
+	if !in.Meta.ClientCapabilities.HasExtension(mcp.ExtensionTasks) {
+		return nil, missingTasks(in.Method + " needs the " + mcp.ExtensionTasks + " extension declared in this request's _meta clientCapabilities")
+	}
+	rec, err := rt.lookup(ctx, in.Name, principal)
+	if err != nil {
+		if errors.Is(err, ErrTaskNotFound) {
+			return nil, errUnknownTask
+		}
+		return nil, err
+	}
+	switch in.Method {
+	case mcp.MethodTasksGet:
+		return s.detailedTask(rt, rec), nil
+	case mcp.MethodTasksUpdate:
+		return s.updateTask(ctx, rt, in, rec)
+	case mcp.MethodTasksCancel:
+		return s.cancelTask(ctx, rt, rec)
+	}
+	return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: %s", in.Method)
+}
+
+// lookup returns the task id of principal; another user's task and an
+// expired one are ErrTaskNotFound, like an unknown id.
+func (rt *tasks) lookup(ctx context.Context, id, principal string) (*TaskRecord, error) {
+	rec, err := rt.store.GetTask(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Principal != principal || (!rec.ExpiresAt.IsZero() && !rt.now().Before(rec.ExpiresAt)) {
+		return nil, ErrTaskNotFound
+	}
+	return rec, nil
+}
+
+func (s *Server) detailedTask(rt *tasks, rec *TaskRecord) *mcp.DetailedTask {
+	d := &mcp.DetailedTask{ResultType: mcp.ResultTypeComplete, Task: rt.wire(rec), Meta: s.serverMeta()}
+	switch rec.Status {
+	case mcp.TaskInputRequired:
+		d.InputRequests = rec.InputRequests
+	case mcp.TaskCompleted:
+		d.Result = rec.Result
+	case mcp.TaskFailed:
+		d.Error = rec.Error
+	}
+	return d
+}
+
+func (s *Server) ack() *mcp.Ack {
+	return &mcp.Ack{ResultType: mcp.ResultTypeComplete, Meta: s.serverMeta()}
+}
+
+// updateTask takes answers to the task's pending input requests. Each is
+// checked against the request it answers (-32602, nothing stored, when it
+// is not a valid result of it); answers to keys that are not pending are
+// ignored, so a replayed or concurrent update with the same answers has
+// one effect. When the last pending request is answered, the task is
+// working again and its handler runs, on this instance.
+func (s *Server) updateTask(ctx context.Context, rt *tasks, in *transport.Incoming, rec *TaskRecord) (any, error) {
+	if in.InputResponses == nil {
+		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: inputResponses is required (an object)")
+	}
+	if rec.Status.Terminal() {
+		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Task has ended (%s); it takes no more input", rec.Status)
+	}
+	if rec.Status == mcp.TaskInputRequired {
+		iss, _, ok := decodePayload(rec.Asked)
+		if !ok {
+			return nil, errors.New("task's asked questions unreadable")
+		}
+		for k := range iss {
+			if _, pending := rec.InputRequests[k]; !pending {
+				delete(iss, k)
+			}
+		}
+		if err := checkResponses(iss, in.InputResponses); err != nil {
+			return nil, err
+		}
+	}
+	updated, err := rt.store.UpdateTask(ctx, rec.ID, func(t *TaskRecord) error {
+		if t.Status != mcp.TaskInputRequired {
+			return errNoChange
+		}
+		changed := false
+		for k, v := range in.InputResponses {
+			if _, pending := t.InputRequests[k]; !pending || len(v) == 0 || string(v) == "null" {
+				continue
+			}
+			if t.Responses == nil {
+				t.Responses = map[string]json.RawMessage{}
+			}
+			t.Responses[k] = cloneBytes(v)
+			delete(t.InputRequests, k)
+			changed = true
+		}
+		if !changed {
+			return errNoChange
+		}
+		if len(t.InputRequests) == 0 {
+			t.Status, t.InputRequests = mcp.TaskWorking, nil
+		}
+		t.UpdatedAt = rt.now().UTC()
+		return nil
+	})
+	switch {
+	case errors.Is(err, errNoChange):
+		return s.ack(), nil
+	case errors.Is(err, ErrTaskNotFound):
+		return nil, errUnknownTask
+	case err != nil:
+		return nil, err
+	}
+	if updated.Status == mcp.TaskWorking {
+		s.launch(rt, updated.ID)
+	}
+	return s.ack(), nil
+}
+
+// cancelTask ends a live task as cancelled and cancels its run's context
+// when it runs on this instance; a task that has already ended is left as
+// it is. Either way the answer is the empty acknowledgement.
+func (s *Server) cancelTask(ctx context.Context, rt *tasks, rec *TaskRecord) (any, error) {
+	if !rec.Status.Terminal() {
+		_, err := rt.store.UpdateTask(ctx, rec.ID, func(t *TaskRecord) error {
+			if t.Status.Terminal() {
+				return errNoChange
+			}
+			t.Status, t.StatusMessage, t.InputRequests = mcp.TaskCancelled, "Cancelled by the client", nil
+			t.UpdatedAt = rt.now().UTC()
+			return nil
+		})
+		if err != nil && !errors.Is(err, errNoChange) {
+			if errors.Is(err, ErrTaskNotFound) {
+				return nil, errUnknownTask
+			}
+			return nil, err
+		}
+		rt.mu.Lock()
+		cancel := rt.running[rec.ID]
+		rt.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+	}
+	return s.ack(), nil
+}
