@@ -361,7 +361,7 @@ func TestTaskOutcomes(t *testing.T) {
 		{"error", "failed", jsonrpc.CodeInternalError},
 		{"panic", "failed", jsonrpc.CodeInternalError},
 		{"sampling", "failed", mcp.CodeMissingRequiredClientCapability}, // the call declared no sampling
-		{"again", "failed", jsonrpc.CodeInternalError},                   // RunAsTask inside a task
+		{"again", "failed", jsonrpc.CodeInternalError},                  // RunAsTask inside a task
 	}
 	for _, tt := range tests {
 		t.Run(tt.kind, func(t *testing.T) {
