@@ -237,6 +237,8 @@ var expectedTools = []string{
 	// The fixtures of the 2025-11-25 suite (legacy_fixtures.go).
 	"test_tool_with_logging", "test_sampling", "test_elicitation",
 	"test_elicitation_sep1034_defaults", "test_elicitation_sep1330_enums",
+	// The fixtures of the tasks-* scenarios (tasks.go).
+	"greet", "slow_compute", "failing_job", "protocol_error_job", "confirm_delete", "multi_input", "test_tool_with_task",
 }
 
 func listed(t *testing.T, c *tester, method, member string) map[string]map[string]any {
@@ -343,7 +345,7 @@ func TestPromptsResourcesAndDiscover(t *testing.T) {
 	jsonEqual(t, tmpl["resourceTemplates"], `[{"uriTemplate":"test://template/{id}/data","name":"template-data","description":"JSON data for any id.","mimeType":"application/json"}]`)
 
 	disc := c.call(mcp.MethodDiscover, capsNone, nil).complete(t)
-	jsonEqual(t, disc["capabilities"], `{"tools":{},"prompts":{},"resources":{},"completions":{}}`)
+	jsonEqual(t, disc["capabilities"], `{"tools":{},"prompts":{},"resources":{},"completions":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`)
 	jsonEqual(t, disc["supportedVersions"], `["2026-07-28"]`)
 	if info, _ := disc["_meta"].(map[string]any)[mcp.MetaServerInfo].(map[string]any); info["name"] != serverInfo.Name {
 		t.Errorf("discover _meta serverInfo = %v", info)

@@ -63,6 +63,7 @@ func newServer(logger *slog.Logger) *mcpserver.Server {
 	for _, t := range append(tools[:len(tools):len(tools)], legacyTools...) {
 		s.AddTool(&mcp.Tool{Name: t.name, Description: t.desc, InputSchema: t.schema}, t.h)
 	}
+	addTaskTools(s)
 
 	s.AddPrompt(&mcp.Prompt{Name: "test_simple_prompt", Description: "A prompt with one text message."}, simplePrompt)
 	s.AddPrompt(&mcp.Prompt{Name: "test_prompt_with_arguments", Description: "A prompt that quotes its two arguments.",
