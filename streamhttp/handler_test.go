@@ -32,6 +32,7 @@ func testServer(t *testing.T) *httptest.Server {
 		}
 		return mcpserver.Text("done"), nil
 	})
+	s.EnableTasks(nil)
 	hs := httptest.NewServer(NewHandler(s, &Options{MaxBodyBytes: 4096}))
 	t.Cleanup(hs.Close)
 	return hs
@@ -91,6 +92,11 @@ func callBody(id int, name, args string) string {
 	return `{"jsonrpc":"2.0","id":` + itoa(id) + `,"method":"tools/call","params":{"name":"` + name + `","arguments":` + args + `,` + meta + `}}`
 }
 
+// taskGet is a tasks/get of taskID from a client that takes tasks.
+func taskGet(taskID string) string {
+	return `{"jsonrpc":"2.0","id":5,"method":"tasks/get","params":{"taskId":"` + taskID + `","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}}`
+}
+
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 func TestValidation(t *testing.T) {
@@ -138,6 +144,11 @@ func TestValidation(t *testing.T) {
 		{"param differs", call{"POST", with(std("tools/call", "echo"), "Mcp-Param-Region", "eu"), callBody(3, "echo", `{"region":"us-west1"}`)}, 400, -32020},
 		{"param base64", call{"POST", with(std("tools/call", "echo"), "Mcp-Param-Region", "=?base64?SGVsbG8=?="), callBody(3, "echo", `{"region":"Hello"}`)}, 200, 0},
 		{"param bad base64", call{"POST", with(std("tools/call", "echo"), "Mcp-Param-Region", "=?base64?SGVs!!!bG8=?="), callBody(3, "echo", `{"region":"Hello"}`)}, 400, -32020},
+		// Mcp-Name of the tasks methods is params.taskId; a matching one
+		// reaches the server, which does not know the task.
+		{"task no name header", call{"POST", std("tasks/get", ""), taskGet("t1")}, 400, -32020},
+		{"task name mismatch", call{"POST", std("tasks/get", "t2"), taskGet("t1")}, 400, -32020},
+		{"task name ok", call{"POST", std("tasks/get", "t1"), taskGet("t1")}, 400, -32602},
 		{"param literal", call{"POST", with(std("tools/call", "echo"), "Mcp-Param-Region", "=?base64?SGVsbG8="), callBody(3, "echo", `{"region":"=?base64?SGVsbG8="}`)}, 200, 0},
 	}
 	for _, tt := range tests {

@@ -26,6 +26,11 @@ func TestParseErrors(t *testing.T) {
 		{"resources/read", `{` + meta + `,"name":"x"}`, "uri is required"},
 		{"tools/call", `{` + meta + `,"name":"t","arguments":[1]}`, "arguments must be an object"},
 		{"tools/call", `{` + meta + `,"name":5}`, "/name must be a string, not a number"},
+		{"tasks/get", `{` + meta + `}`, "taskId is required"},
+		{"tasks/cancel", `{` + meta + `,"taskId":""}`, "taskId is required"},
+		{"tasks/get", `{` + meta + `,"taskId":12}`, "/taskId must be a string, not a number"},
+		{"tasks/get", `{` + meta + `,"taskId":"t","inputResponses":{}}`, "tasks/get does not take inputResponses or requestState"},
+		{"tasks/update", `{` + meta + `,"taskId":"t","requestState":"s"}`, "tasks/update does not take inputResponses or requestState"},
 	}
 	for _, tt := range tests {
 		req, jerr := jsonrpc.DecodeRequest([]byte(`{"jsonrpc":"2.0","id":1,"method":"` + tt.method + `","params":` + tt.params + `}`))
@@ -63,6 +68,16 @@ func TestParse(t *testing.T) {
 	if in, err = Parse(req); err != nil || in.Name != "test://a" || in.RequestState != nil {
 		t.Errorf("resources/read: %+v, %v", in, err)
 	}
+	// tasks/update: the taskId is the target; inputResponses are taken.
+	req, _ = jsonrpc.DecodeRequest([]byte(`{"jsonrpc":"2.0","id":3,"method":"tasks/update","params":{` + meta + `,"taskId":"abc","inputResponses":{"k":{"action":"cancel"}}}}`))
+	if in, err = Parse(req); err != nil || in.Name != "abc" || string(in.InputResponses["k"]) != `{"action":"cancel"}` {
+		t.Errorf("tasks/update: %+v, %v", in, err)
+	}
+	// taskId on another method is not its target.
+	req, _ = jsonrpc.DecodeRequest([]byte(`{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{` + meta + `,"taskId":"abc"}}`))
+	if in, err = Parse(req); err != nil || in.Name != "" {
+		t.Errorf("tools/list with taskId: %+v, %v", in, err)
+	}
 }
 
 // Parse never panics, and what it accepts keeps the invariants Serve
@@ -72,6 +87,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("resources/read", `{`+meta+`,"uri":"u","requestState":"x"}`)
 	f.Add("tools/list", `{`+meta+`,"cursor":"c"}`)
 	f.Add("tools/call", `{"_meta":{}}`)
+	f.Add("tasks/update", `{`+meta+`,"taskId":"t","inputResponses":{"k":{}}}`)
 	f.Fuzz(func(t *testing.T, method, params string) {
 		in, err := Parse(&jsonrpc.Request{ID: jsonrpc.IntID(1), Method: method, Params: []byte(params)})
 		if in == nil {
@@ -90,6 +106,10 @@ func FuzzParse(f *testing.F) {
 		case "tools/call", "prompts/get", "resources/read":
 			if in.Name == "" {
 				t.Fatal("accepted without a target")
+			}
+		case "tasks/get", "tasks/update", "tasks/cancel":
+			if in.Name == "" || in.RequestState != nil || (method != "tasks/update" && in.InputResponses != nil) {
+				t.Fatalf("tasks method accepted as %+v", in)
 			}
 		default:
 			if in.InputResponses != nil || in.RequestState != nil {
