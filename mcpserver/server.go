@@ -93,7 +93,7 @@
 //     MissingCapability, RestartReason, MaxReasks.
 //   - Extensions and tasks: AddExtension; EnableTasks, TaskOptions,
 //     TaskSupport, RunAsTask, WaitTasks, SweepTasks; TaskStore,
-//     TaskRecord, MemoryTaskStore, ErrTaskNotFound, ErrTaskExists.
+//     MemoryTaskStore (records are store.Task).
 //   - Failures: ErrUnavailable, ReasonStorageFull.
 //   - Observation for audit and metrics: Observer, Round, Outcome, Outcomes.
 package mcpserver

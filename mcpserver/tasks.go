@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-elicit/elicit/internal/transport"
 	"github.com/mcp-elicit/elicit/jsonrpc"
 	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/store"
 )
 
 // TaskSupport says whether a tool may run as a task of the tasks
@@ -195,7 +196,7 @@ func (s *Server) startTask(ctx context.Context, c *call, req *Request) (any, err
 		return nil, err
 	}
 	now := rt.now().UTC()
-	rec := &TaskRecord{ID: newTaskID(), Principal: c.principal, Tool: c.in.Name, Arguments: cloneBytes(c.in.Arguments),
+	rec := &store.Task{ID: newTaskID(), Principal: c.principal, Tool: c.in.Name, Arguments: cloneBytes(c.in.Arguments),
 		Capabilities: caps, Status: mcp.TaskWorking, CreatedAt: now, UpdatedAt: now,
 		OperationID: req.OperationID, Round: req.Round}
 	if rt.ttl > 0 {
@@ -219,7 +220,7 @@ func (s *Server) startTask(ctx context.Context, c *call, req *Request) (any, err
 	return &mcp.CreateTaskResult{ResultType: mcp.ResultTypeTask, Task: rt.wire(rec), Meta: s.serverMeta()}, nil
 }
 
-func (rt *tasks) wire(rec *TaskRecord) mcp.Task {
+func (rt *tasks) wire(rec *store.Task) mcp.Task {
 	t := mcp.Task{TaskID: rec.ID, Status: rec.Status, StatusMessage: rec.StatusMessage,
 		CreatedAt: rec.CreatedAt.UTC().Format(taskTimeLayout), LastUpdatedAt: rec.UpdatedAt.UTC().Format(taskTimeLayout),
 		PollIntervalMs: rt.poll.Milliseconds()}
@@ -279,7 +280,7 @@ func (s *Server) runTask(ctx context.Context, rt *tasks, id string) (again bool)
 
 // callTask rebuilds the handler's Request from the record and calls the
 // tool's handler; a panic becomes an error.
-func (s *Server) callTask(ctx context.Context, rec *TaskRecord) (req *Request, reply Reply, err error) {
+func (s *Server) callTask(ctx context.Context, rec *store.Task) (req *Request, reply Reply, err error) {
 	var caps mcp.ClientCapabilities
 	if err := json.Unmarshal(rec.Capabilities, &caps); err != nil {
 		return nil, nil, fmt.Errorf("task capabilities unreadable: %w", err)
@@ -319,8 +320,8 @@ func (s *Server) callTask(ctx context.Context, rec *TaskRecord) (req *Request, r
 // settleTask turns a run's outcome into the update of its record. A tool
 // error is completed with isError; a protocol error is failed with the
 // JSON-RPC error inlined (SEP-2663 §error semantics).
-func (s *Server) settleTask(rt *tasks, in *transport.Incoming, rec *TaskRecord, req *Request, reply Reply, err error) (func(*TaskRecord) error, bool) {
-	outcome := func(status mcp.TaskStatus, result any, rpcErr *jsonrpc.Error) func(*TaskRecord) error {
+func (s *Server) settleTask(rt *tasks, in *transport.Incoming, rec *store.Task, req *Request, reply Reply, err error) (func(*store.Task) error, bool) {
+	outcome := func(status mcp.TaskStatus, result any, rpcErr *jsonrpc.Error) func(*store.Task) error {
 		var res, errJSON json.RawMessage
 		if result != nil {
 			res, _ = json.Marshal(result)
@@ -328,7 +329,7 @@ func (s *Server) settleTask(rt *tasks, in *transport.Incoming, rec *TaskRecord, 
 		if rpcErr != nil {
 			errJSON, _ = json.Marshal(rpcErr)
 		}
-		return func(t *TaskRecord) error {
+		return func(t *store.Task) error {
 			if t.Status != mcp.TaskWorking {
 				return errNoChange
 			}
@@ -337,7 +338,7 @@ func (s *Server) settleTask(rt *tasks, in *transport.Incoming, rec *TaskRecord, 
 			return nil
 		}
 	}
-	failed := func(e error) func(*TaskRecord) error {
+	failed := func(e error) func(*store.Task) error {
 		return outcome(mcp.TaskFailed, nil, s.wireError(in, e))
 	}
 	if err != nil {
@@ -359,7 +360,7 @@ func (s *Server) settleTask(rt *tasks, in *transport.Incoming, rec *TaskRecord, 
 // declared when it started the task, and the rules of repeated prompting.
 // A reply with state only runs the handler again at once.
 func (s *Server) settleAsk(rt *tasks, in *transport.Incoming, req *Request, a *InputRequired,
-	outcome func(mcp.TaskStatus, any, *jsonrpc.Error) func(*TaskRecord) error, failed func(error) func(*TaskRecord) error) (func(*TaskRecord) error, bool) {
+	outcome func(mcp.TaskStatus, any, *jsonrpc.Error) func(*store.Task) error, failed func(error) func(*store.Task) error) (func(*store.Task) error, bool) {
 	if a.err != nil {
 		return failed(fmt.Errorf("invalid input requests: %w", a.err)), false
 	}
@@ -383,7 +384,7 @@ func (s *Server) settleAsk(rt *tasks, in *transport.Incoming, req *Request, a *I
 	}
 	asked := encodePayload(a)
 	stateOnly := len(requests) == 0
-	return func(t *TaskRecord) error {
+	return func(t *store.Task) error {
 		if t.Status != mcp.TaskWorking {
 			return errNoChange
 		}
@@ -405,7 +406,7 @@ func (s *Server) serveTasks(ctx context.Context, in *transport.Incoming, princip
 	}
 	rec, err := rt.lookup(ctx, in.Name, principal)
 	if err != nil {
-		if errors.Is(err, ErrTaskNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			return nil, errUnknownTask
 		}
 		return nil, err
@@ -422,19 +423,19 @@ func (s *Server) serveTasks(ctx context.Context, in *transport.Incoming, princip
 }
 
 // lookup returns the task id of principal; another user's task and an
-// expired one are ErrTaskNotFound, like an unknown id.
-func (rt *tasks) lookup(ctx context.Context, id, principal string) (*TaskRecord, error) {
+// expired one are store.ErrNotFound, like an unknown id.
+func (rt *tasks) lookup(ctx context.Context, id, principal string) (*store.Task, error) {
 	rec, err := rt.store.GetTask(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if rec.Principal != principal || (!rec.ExpiresAt.IsZero() && !rt.now().Before(rec.ExpiresAt)) {
-		return nil, ErrTaskNotFound
+		return nil, store.ErrNotFound
 	}
 	return rec, nil
 }
 
-func (s *Server) detailedTask(rt *tasks, rec *TaskRecord) *mcp.DetailedTask {
+func (s *Server) detailedTask(rt *tasks, rec *store.Task) *mcp.DetailedTask {
 	d := &mcp.DetailedTask{ResultType: mcp.ResultTypeComplete, Task: rt.wire(rec), Meta: s.serverMeta()}
 	switch rec.Status {
 	case mcp.TaskInputRequired:
@@ -457,7 +458,7 @@ func (s *Server) ack() *mcp.Ack {
 // ignored, so a replayed or concurrent update with the same answers has
 // one effect. When the last pending request is answered, the task is
 // working again and its handler runs, on this instance.
-func (s *Server) updateTask(ctx context.Context, rt *tasks, in *transport.Incoming, rec *TaskRecord) (any, error) {
+func (s *Server) updateTask(ctx context.Context, rt *tasks, in *transport.Incoming, rec *store.Task) (any, error) {
 	if in.InputResponses == nil {
 		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: inputResponses is required (an object)")
 	}
@@ -478,7 +479,7 @@ func (s *Server) updateTask(ctx context.Context, rt *tasks, in *transport.Incomi
 			return nil, err
 		}
 	}
-	updated, err := rt.store.UpdateTask(ctx, rec.ID, func(t *TaskRecord) error {
+	updated, err := rt.store.UpdateTask(ctx, rec.ID, func(t *store.Task) error {
 		if t.Status != mcp.TaskInputRequired {
 			return errNoChange
 		}
@@ -506,7 +507,7 @@ func (s *Server) updateTask(ctx context.Context, rt *tasks, in *transport.Incomi
 	switch {
 	case errors.Is(err, errNoChange):
 		return s.ack(), nil
-	case errors.Is(err, ErrTaskNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		return nil, errUnknownTask
 	case err != nil:
 		return nil, err
@@ -520,9 +521,9 @@ func (s *Server) updateTask(ctx context.Context, rt *tasks, in *transport.Incomi
 // cancelTask ends a live task as cancelled and cancels its run's context
 // when it runs on this instance; a task that has already ended is left as
 // it is. Either way the answer is the empty acknowledgement.
-func (s *Server) cancelTask(ctx context.Context, rt *tasks, rec *TaskRecord) (any, error) {
+func (s *Server) cancelTask(ctx context.Context, rt *tasks, rec *store.Task) (any, error) {
 	if !rec.Status.Terminal() {
-		_, err := rt.store.UpdateTask(ctx, rec.ID, func(t *TaskRecord) error {
+		_, err := rt.store.UpdateTask(ctx, rec.ID, func(t *store.Task) error {
 			if t.Status.Terminal() {
 				return errNoChange
 			}
@@ -531,7 +532,7 @@ func (s *Server) cancelTask(ctx context.Context, rt *tasks, rec *TaskRecord) (an
 			return nil
 		})
 		if err != nil && !errors.Is(err, errNoChange) {
-			if errors.Is(err, ErrTaskNotFound) {
+			if errors.Is(err, store.ErrNotFound) {
 				return nil, errUnknownTask
 			}
 			return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-elicit/elicit/elicit"
 	"github.com/mcp-elicit/elicit/jsonrpc"
 	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/store"
 )
 
 const (
@@ -427,8 +428,8 @@ func TestTaskTTL(t *testing.T) {
 		var now atomic.Int64
 		start := time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
 		now.Store(start.UnixNano())
-		store := NewMemoryTaskStore()
-		s, _ := taskServer(t, &TaskOptions{Store: store, TTL: time.Minute, Now: func() time.Time { return time.Unix(0, now.Load()) }})
+		ts := NewMemoryTaskStore()
+		s, _ := taskServer(t, &TaskOptions{Store: ts, TTL: time.Minute, Now: func() time.Time { return time.Unix(0, now.Load()) }})
 		c := rpc{s, "alice"}
 		r := mustCall(t, c, toolCallArgs("outcomes", `{"kind":"ok"}`, tasksCaps))
 		id := r["taskId"].(string)
@@ -447,7 +448,7 @@ func TestTaskTTL(t *testing.T) {
 		if n, err := s.SweepTasks(context.Background()); n != 1 || err != nil {
 			t.Fatalf("SweepTasks = %d, %v", n, err)
 		}
-		if _, err := store.GetTask(context.Background(), id); !errors.Is(err, ErrTaskNotFound) {
+		if _, err := ts.GetTask(context.Background(), id); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("swept task still stored: %v", err)
 		}
 	})

@@ -1,0 +1,296 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/store"
+)
+
+// TaskStore is what mcpserver.TaskStore asks of a store for the tasks
+// extension, repeated here so that this package does not import the
+// server; the contract is written on mcpserver.TaskStore.
+type TaskStore interface {
+	CreateTask(ctx context.Context, t *store.Task) error
+	GetTask(ctx context.Context, id string) (*store.Task, error)
+	UpdateTask(ctx context.Context, id string, update func(*store.Task) error) (*store.Task, error)
+	DeleteExpiredTasks(ctx context.Context, now time.Time) (int, error)
+}
+
+// RunTasks runs the task store contract against stores returned by open,
+// which must return an empty one every time.
+func RunTasks(t *testing.T, open func(t *testing.T) TaskStore) {
+	t.Helper()
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s TaskStore)
+	}{
+		{"RoundTrip", testTaskRoundTrip},
+		{"DuplicateID", testTaskDuplicateID},
+		{"NotFound", testTaskNotFound},
+		{"UpdateRefused", testTaskUpdateRefused},
+		{"ConcurrentUpdates", testTaskConcurrentUpdates},
+		{"Copies", testTaskCopies},
+		{"DeleteExpired", testTaskDeleteExpired},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.fn(t, open(t)) })
+	}
+}
+
+var taskBase = time.Date(2026, 7, 28, 9, 30, 15, 123456000, time.UTC)
+
+// fullTask has every field set.
+func fullTask(id string) *store.Task {
+	return &store.Task{
+		ID: id, Principal: "alice", Tool: "export", Arguments: json.RawMessage(`{"period":"2026-Q2"}`),
+		Capabilities: json.RawMessage(`{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`),
+		Status:       mcp.TaskInputRequired, StatusMessage: "waiting for the recipient",
+		CreatedAt: taskBase, UpdatedAt: taskBase.Add(time.Second), ExpiresAt: taskBase.Add(time.Hour),
+		OperationID: "0123456789abcdef0123456789abcdef", Round: 2, Asked: []byte{1, 0, 0xff, 7},
+		InputRequests: map[string]json.RawMessage{"to": json.RawMessage(`{"method":"elicitation/create","params":{"message":"Who?"}}`)},
+		Responses:     map[string]json.RawMessage{"ok": json.RawMessage(`{"action":"accept","content":{"confirm":true}}`)},
+		Result:        json.RawMessage(`{"content":[]}`), Error: json.RawMessage(`{"code":-32603,"message":"Internal error"}`),
+	}
+}
+
+// sameTask reports how got differs from want ("" when it does not):
+// times compare as instants, nil and empty maps are the same, JSON
+// compares after compaction.
+func sameTask(got, want *store.Task) string {
+	switch {
+	case got.ID != want.ID, got.Principal != want.Principal, got.Tool != want.Tool, got.Status != want.Status,
+		got.StatusMessage != want.StatusMessage, got.OperationID != want.OperationID, got.Round != want.Round:
+		return fmt.Sprintf("scalars: got %+v", got)
+	case !got.CreatedAt.Equal(want.CreatedAt), !got.UpdatedAt.Equal(want.UpdatedAt),
+		got.ExpiresAt.IsZero() != want.ExpiresAt.IsZero() || !got.ExpiresAt.Equal(want.ExpiresAt):
+		return fmt.Sprintf("times: got %v %v %v", got.CreatedAt, got.UpdatedAt, got.ExpiresAt)
+	case !bytes.Equal(got.Asked, want.Asked):
+		return fmt.Sprintf("asked: got %v", got.Asked)
+	}
+	for name, pair := range map[string][2]json.RawMessage{
+		"arguments": {got.Arguments, want.Arguments}, "capabilities": {got.Capabilities, want.Capabilities},
+		"result": {got.Result, want.Result}, "error": {got.Error, want.Error},
+	} {
+		if !sameJSON(pair[0], pair[1]) {
+			return fmt.Sprintf("%s: got %s, want %s", name, pair[0], pair[1])
+		}
+	}
+	for name, pair := range map[string][2]map[string]json.RawMessage{
+		"inputRequests": {got.InputRequests, want.InputRequests}, "responses": {got.Responses, want.Responses},
+	} {
+		if len(pair[0]) != len(pair[1]) {
+			return fmt.Sprintf("%s: got %d entries, want %d", name, len(pair[0]), len(pair[1]))
+		}
+		for k, v := range pair[1] {
+			if !sameJSON(pair[0][k], v) {
+				return fmt.Sprintf("%s[%s]: got %s, want %s", name, k, pair[0][k], v)
+			}
+		}
+	}
+	return ""
+}
+
+func sameJSON(a, b json.RawMessage) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b)
+	}
+	var ca, cb bytes.Buffer
+	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
+		return bytes.Equal(a, b)
+	}
+	return bytes.Equal(ca.Bytes(), cb.Bytes())
+}
+
+func testTaskRoundTrip(t *testing.T, s TaskStore) {
+	ctx := context.Background()
+	full := fullTask("t-full")
+	// A fresh task: most fields empty, no expiry.
+	bare := &store.Task{ID: "t-bare", Tool: "x", Capabilities: json.RawMessage(`{}`), Status: mcp.TaskWorking,
+		CreatedAt: taskBase, UpdatedAt: taskBase, OperationID: "00000000000000000000000000000000"}
+	for _, want := range []*store.Task{full, bare} {
+		if err := s.CreateTask(ctx, want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.GetTask(ctx, want.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := sameTask(got, want); d != "" {
+			t.Errorf("%s read back differently: %s", want.ID, d)
+		}
+	}
+	// Updates that clear fields read back cleared.
+	got, err := s.UpdateTask(ctx, full.ID, func(t *store.Task) error {
+		t.Status, t.InputRequests, t.Responses, t.Result, t.Error = mcp.TaskCompleted, nil, nil, json.RawMessage(`{"content":[{"type":"text","text":"done"}]}`), nil
+		t.UpdatedAt = taskBase.Add(time.Minute)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fullTask(full.ID)
+	want.Status, want.InputRequests, want.Responses, want.Result, want.Error = mcp.TaskCompleted, nil, nil, json.RawMessage(`{"content":[{"type":"text","text":"done"}]}`), nil
+	want.UpdatedAt = taskBase.Add(time.Minute)
+	if d := sameTask(got, want); d != "" {
+		t.Errorf("UpdateTask returned: %s", d)
+	}
+	reread, err := s.GetTask(ctx, full.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := sameTask(reread, want); d != "" {
+		t.Errorf("updated task read back differently: %s", d)
+	}
+}
+
+func testTaskDuplicateID(t *testing.T, s TaskStore) {
+	ctx := context.Background()
+	if err := s.CreateTask(ctx, fullTask("t1")); err != nil {
+		t.Fatal(err)
+	}
+	other := fullTask("t1")
+	other.Principal = "mallory"
+	if err := s.CreateTask(ctx, other); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("second CreateTask: %v, want ErrConflict", err)
+	}
+	if got, err := s.GetTask(ctx, "t1"); err != nil || got.Principal != "alice" {
+		t.Fatalf("the first task was changed: %+v, %v", got, err)
+	}
+}
+
+func testTaskNotFound(t *testing.T, s TaskStore) {
+	ctx := context.Background()
+	if _, err := s.GetTask(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetTask: %v", err)
+	}
+	called := false
+	if _, err := s.UpdateTask(ctx, "nope", func(*store.Task) error { called = true; return nil }); !errors.Is(err, store.ErrNotFound) || called {
+		t.Errorf("UpdateTask: %v (update called: %v)", err, called)
+	}
+}
+
+// testTaskUpdateRefused: an update that returns an error writes nothing
+// and its error comes back unchanged.
+func testTaskUpdateRefused(t *testing.T, s TaskStore) {
+	ctx := context.Background()
+	if err := s.CreateTask(ctx, fullTask("t1")); err != nil {
+		t.Fatal(err)
+	}
+	refused := errors.New("refused by the caller")
+	_, err := s.UpdateTask(ctx, "t1", func(t *store.Task) error {
+		t.Status, t.Round = mcp.TaskFailed, 99
+		return refused
+	})
+	if err != refused {
+		t.Fatalf("UpdateTask error %v, want the update's own error", err)
+	}
+	got, err := s.GetTask(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := sameTask(got, fullTask("t1")); d != "" {
+		t.Fatalf("a refused update wrote: %s", d)
+	}
+}
+
+// testTaskConcurrentUpdates: concurrent updates are serialized; none is lost.
+func testTaskConcurrentUpdates(t *testing.T, s TaskStore) {
+	ctx := context.Background()
+	task := fullTask("t1")
+	task.Round = 0
+	if err := s.CreateTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	const n = 16
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := s.UpdateTask(ctx, "t1", func(t *store.Task) error {
+				t.Round++
+				if t.Responses == nil {
+					t.Responses = map[string]json.RawMessage{}
+				}
+				t.Responses[fmt.Sprint("k", i)] = json.RawMessage(`{"action":"accept"}`)
+				return nil
+			})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.GetTask(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Round != n || len(got.Responses) != n+1 { // the fixture's "ok" plus one per update
+		t.Fatalf("round %d, %d responses after %d concurrent updates", got.Round, len(got.Responses), n)
+	}
+}
+
+// testTaskCopies: a caller changing what it wrote or read does not change
+// the store.
+func testTaskCopies(t *testing.T, s TaskStore) {
+	ctx := context.Background()
+	in := fullTask("t1")
+	if err := s.CreateTask(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	in.Arguments[1], in.Responses["ok"] = 'X', nil
+	out, err := s.GetTask(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Asked[0], out.InputRequests["to"] = 9, nil
+	got, err := s.GetTask(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := sameTask(got, fullTask("t1")); d != "" {
+		t.Fatalf("the stored task changed with the caller's copy: %s", d)
+	}
+}
+
+func testTaskDeleteExpired(t *testing.T, s TaskStore) {
+	ctx := context.Background()
+	now := taskBase.Add(2 * time.Hour)
+	tasks := map[string]time.Time{
+		"expired":   now.Add(-time.Second),
+		"at-now":    now,
+		"later":     now.Add(time.Nanosecond * 1000),
+		"no-expiry": {},
+	}
+	for id, exp := range tasks {
+		task := fullTask(id)
+		task.ExpiresAt = exp
+		if err := s.CreateTask(ctx, task); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := s.DeleteExpiredTasks(ctx, now)
+	if err != nil || n != 2 {
+		t.Fatalf("DeleteExpiredTasks = %d, %v; want 2", n, err)
+	}
+	for id := range tasks {
+		_, err := s.GetTask(ctx, id)
+		gone := errors.Is(err, store.ErrNotFound)
+		if wantGone := id == "expired" || id == "at-now"; gone != wantGone {
+			t.Errorf("%s: gone %v, want %v (%v)", id, gone, wantGone, err)
+		}
+	}
+}

@@ -1,0 +1,80 @@
+package store
+
+import (
+	"encoding/json"
+	"maps"
+	"time"
+
+	"github.com/mcp-elicit/elicit/mcp"
+)
+
+// Task is one task of the tasks extension (io.modelcontextprotocol/tasks)
+// as a store keeps it. mcpserver fills it and defines, with its
+// TaskStore interface, what a store must do with it; a store only
+// persists it.
+type Task struct {
+	// ID is the taskId: 32 hex characters from crypto/rand.
+	ID string
+	// Principal is the user the task belongs to ("" without
+	// authentication); only that user's requests see it.
+	Principal string
+	// Tool and Arguments are the tools/call that started the task; the
+	// handler runs again with them on every resume.
+	Tool      string
+	Arguments json.RawMessage
+	// Capabilities are the client capabilities (JSON) of the call that
+	// started the task: what the task may ask the user for.
+	Capabilities json.RawMessage
+	// Status and StatusMessage are what tasks/get shows.
+	Status        mcp.TaskStatus
+	StatusMessage string
+	// CreatedAt and UpdatedAt are set by the server (UTC); ExpiresAt is
+	// CreatedAt plus the TTL, zero for no expiry.
+	CreatedAt, UpdatedAt, ExpiresAt time.Time
+	// OperationID and Round continue the handler's operation across runs.
+	OperationID string
+	Round       int
+	// Asked is the server's encoding of what the last round asked and of
+	// the handler's state; opaque to a store.
+	Asked []byte
+	// InputRequests holds the input requests still unanswered, by key
+	// (each an mcp.InputRequest as JSON), while the status is
+	// input_required.
+	InputRequests map[string]json.RawMessage
+	// Responses holds the answers received so far for the current round.
+	Responses map[string]json.RawMessage
+	// Result is the tool's CallToolResult (JSON) once completed; Error the
+	// JSON-RPC error object once failed.
+	Result, Error json.RawMessage
+}
+
+// Clone returns a deep copy of t.
+func (t *Task) Clone() *Task {
+	c := *t
+	c.Arguments = cloneBytes(t.Arguments)
+	c.Capabilities = cloneBytes(t.Capabilities)
+	c.Asked = cloneBytes(t.Asked)
+	c.Result = cloneBytes(t.Result)
+	c.Error = cloneBytes(t.Error)
+	c.InputRequests = cloneRawMap(t.InputRequests)
+	c.Responses = cloneRawMap(t.Responses)
+	return &c
+}
+
+func cloneBytes[T ~[]byte](b T) T {
+	if b == nil {
+		return nil
+	}
+	return append(T(nil), b...)
+}
+
+func cloneRawMap(m map[string]json.RawMessage) map[string]json.RawMessage {
+	if m == nil {
+		return nil
+	}
+	c := maps.Clone(m)
+	for k, v := range c {
+		c[k] = cloneBytes(v)
+	}
+	return c
+}
