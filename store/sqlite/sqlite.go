@@ -166,6 +166,28 @@ var migrations = []string{
 	`CREATE INDEX operations_completed_at ON operations (completed_at);
 	CREATE INDEX records_operation ON records (operation_id);
 	CREATE INDEX records_kind_updated ON records (kind, updated_at);`,
+	// 8: tasks of the tasks extension (store.Task, mcpserver.TaskStore);
+	// expires_at is NULL for no expiry; maps are JSON objects.
+	`CREATE TABLE tasks (
+		id             TEXT PRIMARY KEY,
+		principal      TEXT NOT NULL,
+		tool           TEXT NOT NULL,
+		arguments      BLOB,
+		capabilities   BLOB,
+		status         TEXT NOT NULL,
+		status_message TEXT NOT NULL,
+		created_at     INTEGER NOT NULL,
+		updated_at     INTEGER NOT NULL,
+		expires_at     INTEGER,
+		operation_id   TEXT NOT NULL,
+		round          INTEGER NOT NULL,
+		asked          BLOB,
+		input_requests BLOB,
+		responses      BLOB,
+		result         BLOB,
+		error          BLOB
+	);
+	CREATE INDEX tasks_expires_at ON tasks (expires_at);`,
 }
 
 // Open is OpenWith with the default Options.

@@ -496,3 +496,13 @@ func TestCloseTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+func TestTaskContract(t *testing.T) {
+	storetest.RunTasks(t, func(t *testing.T) storetest.TaskStore {
+		s, err := Open(filepath.Join(t.TempDir(), "elicit.db"))
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}

@@ -1,0 +1,166 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/store"
+)
+
+// The tasks of the tasks extension: Store implements mcpserver.TaskStore
+// (its contract: storetest.RunTasks). UpdateTask reads and writes in one
+// IMMEDIATE transaction, so concurrent updates of a task are serialized.
+
+const taskColumns = `id, principal, tool, arguments, capabilities, status, status_message, created_at, updated_at,
+	expires_at, operation_id, round, asked, input_requests, responses, result, error`
+
+// CreateTask implements mcpserver.TaskStore.
+func (s *Store) CreateTask(ctx context.Context, t *store.Task) error {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
+	args, err := taskArgs(t)
+	if err != nil {
+		return err
+	}
+	_, err = s.db.ExecContext(ctx, `INSERT INTO tasks (`+taskColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
+	if isUniqueViolation(err) {
+		return s.errorf("sqlite: task id exists: %w", store.ErrConflict)
+	}
+	if err != nil {
+		return s.errorf("sqlite: create task: %w", err)
+	}
+	return nil
+}
+
+// GetTask implements mcpserver.TaskStore.
+func (s *Store) GetTask(ctx context.Context, id string) (*store.Task, error) {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
+	t, err := scanTask(s.db.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, s.errorf("sqlite: get task: %w", err)
+	}
+	return t, nil
+}
+
+// UpdateTask implements mcpserver.TaskStore.
+func (s *Store) UpdateTask(ctx context.Context, id string, update func(*store.Task) error) (*store.Task, error) {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, s.errorf("sqlite: update task: %w", err)
+	}
+	defer tx.Rollback()
+	t, err := scanTask(tx.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, s.errorf("sqlite: update task: %w", err)
+	}
+	if err := update(t); err != nil {
+		return nil, err
+	}
+	t.ID = id
+	args, err := taskArgs(t)
+	if err != nil {
+		return nil, err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE tasks SET principal = ?, tool = ?, arguments = ?, capabilities = ?, status = ?,
+		status_message = ?, created_at = ?, updated_at = ?, expires_at = ?, operation_id = ?, round = ?, asked = ?,
+		input_requests = ?, responses = ?, result = ?, error = ? WHERE id = ?`, append(args[1:], id)...)
+	if err != nil {
+		return nil, s.errorf("sqlite: update task: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, s.errorf("sqlite: update task: %w", err)
+	}
+	return t, nil
+}
+
+// DeleteExpiredTasks implements mcpserver.TaskStore.
+func (s *Store) DeleteExpiredTasks(ctx context.Context, now time.Time) (int, error) {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
+	res, err := s.db.ExecContext(ctx, `DELETE FROM tasks WHERE expires_at IS NOT NULL AND expires_at <= ?`, toNanos(now))
+	if err != nil {
+		return 0, s.errorf("sqlite: delete expired tasks: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, s.errorf("sqlite: delete expired tasks: %w", err)
+	}
+	return int(n), nil
+}
+
+// taskArgs are the values of taskColumns, in order.
+func taskArgs(t *store.Task) ([]any, error) {
+	requests, err := encodeRawMap(t.InputRequests)
+	if err != nil {
+		return nil, err
+	}
+	responses, err := encodeRawMap(t.Responses)
+	if err != nil {
+		return nil, err
+	}
+	return []any{t.ID, t.Principal, t.Tool, nullBytes(t.Arguments), nullBytes(t.Capabilities), string(t.Status), t.StatusMessage,
+		toNanos(t.CreatedAt), toNanos(t.UpdatedAt), nullNanos(t.ExpiresAt), t.OperationID, t.Round, nullBytes(t.Asked),
+		requests, responses, nullBytes(t.Result), nullBytes(t.Error)}, nil
+}
+
+// nullBytes maps nil to NULL, so nil reads back as nil.
+func nullBytes[T ~[]byte](b T) any {
+	if b == nil {
+		return nil
+	}
+	return []byte(b)
+}
+
+func encodeRawMap(m map[string]json.RawMessage) (any, error) {
+	if m == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, errors.New("sqlite: task map is not valid JSON")
+	}
+	return b, nil
+}
+
+func scanTask(row rowScanner) (*store.Task, error) {
+	var t store.Task
+	var status string
+	var created, updated int64
+	var expires sql.NullInt64
+	var arguments, capabilities, asked, requests, responses, result, errJSON []byte
+	err := row.Scan(&t.ID, &t.Principal, &t.Tool, &arguments, &capabilities, &status, &t.StatusMessage, &created, &updated,
+		&expires, &t.OperationID, &t.Round, &asked, &requests, &responses, &result, &errJSON)
+	if err != nil {
+		return nil, err
+	}
+	t.Status = mcp.TaskStatus(status)
+	t.CreatedAt, t.UpdatedAt = fromNanos(created), fromNanos(updated)
+	if expires.Valid {
+		t.ExpiresAt = fromNanos(expires.Int64)
+	}
+	t.Arguments, t.Capabilities, t.Asked, t.Result, t.Error = arguments, capabilities, asked, result, errJSON
+	for _, m := range []struct {
+		raw []byte
+		out *map[string]json.RawMessage
+	}{{requests, &t.InputRequests}, {responses, &t.Responses}} {
+		if m.raw != nil {
+			if err := json.Unmarshal(m.raw, m.out); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &t, nil
+}
