@@ -165,3 +165,15 @@ func TestPoolSize(t *testing.T) {
 		t.Errorf("DefaultMaxConns() = %d, want at least 16", DefaultMaxConns())
 	}
 }
+
+func TestTaskContract(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	storetest.RunTasks(t, func(t *testing.T) storetest.TaskStore {
+		s, err := Open(context.Background(), pgtest.FreshSchema(t, dsn))
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}

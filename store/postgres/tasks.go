@@ -1,0 +1,164 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/store"
+)
+
+// The tasks of the tasks extension: Store implements mcpserver.TaskStore
+// (its contract: storetest.RunTasks). UpdateTask locks the task's row
+// (SELECT … FOR UPDATE) for its transaction, so concurrent updates of a
+// task, from any instance, are serialized.
+
+const taskColumns = `id, principal, tool, arguments, capabilities, status, status_message, created_at, updated_at,
+	expires_at, operation_id, round, asked, input_requests, responses, result, error`
+
+// CreateTask implements mcpserver.TaskStore.
+func (s *Store) CreateTask(ctx context.Context, t *store.Task) error {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
+	args, err := taskArgs(t)
+	if err != nil {
+		return err
+	}
+	_, err = s.pool.Exec(ctx, `INSERT INTO tasks (`+taskColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`, args...)
+	if isUniqueViolation(err) {
+		return s.errorf("postgres: task id exists: %w", store.ErrConflict)
+	}
+	if err != nil {
+		return s.errorf("postgres: create task: %w", err)
+	}
+	return nil
+}
+
+// GetTask implements mcpserver.TaskStore.
+func (s *Store) GetTask(ctx context.Context, id string) (*store.Task, error) {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
+	t, err := scanTask(s.pool.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, s.errorf("postgres: get task: %w", err)
+	}
+	return t, nil
+}
+
+// UpdateTask implements mcpserver.TaskStore.
+func (s *Store) UpdateTask(ctx context.Context, id string, update func(*store.Task) error) (*store.Task, error) {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, s.errorf("postgres: update task: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	t, err := scanTask(tx.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id = $1 FOR UPDATE`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, s.errorf("postgres: update task: %w", err)
+	}
+	if err := update(t); err != nil {
+		return nil, err
+	}
+	t.ID = id
+	args, err := taskArgs(t)
+	if err != nil {
+		return nil, err
+	}
+	_, err = tx.Exec(ctx, `UPDATE tasks SET principal = $2, tool = $3, arguments = $4, capabilities = $5, status = $6,
+		status_message = $7, created_at = $8, updated_at = $9, expires_at = $10, operation_id = $11, round = $12, asked = $13,
+		input_requests = $14, responses = $15, result = $16, error = $17 WHERE id = $1`, args...)
+	if err != nil {
+		return nil, s.errorf("postgres: update task: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, s.errorf("postgres: update task: %w", err)
+	}
+	return t, nil
+}
+
+// DeleteExpiredTasks implements mcpserver.TaskStore.
+func (s *Store) DeleteExpiredTasks(ctx context.Context, now time.Time) (int, error) {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
+	tag, err := s.pool.Exec(ctx, `DELETE FROM tasks WHERE expires_at IS NOT NULL AND expires_at <= $1`, toNanos(now))
+	if err != nil {
+		return 0, s.errorf("postgres: delete expired tasks: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// taskArgs are the values of taskColumns, in order.
+func taskArgs(t *store.Task) ([]any, error) {
+	requests, err := encodeRawMap(t.InputRequests)
+	if err != nil {
+		return nil, err
+	}
+	responses, err := encodeRawMap(t.Responses)
+	if err != nil {
+		return nil, err
+	}
+	return []any{t.ID, t.Principal, t.Tool, nullBytes(t.Arguments), nullBytes(t.Capabilities), string(t.Status), t.StatusMessage,
+		toNanos(t.CreatedAt), toNanos(t.UpdatedAt), nullNanos(t.ExpiresAt), t.OperationID, t.Round, nullBytes(t.Asked),
+		requests, responses, nullBytes(t.Result), nullBytes(t.Error)}, nil
+}
+
+// nullBytes maps nil to NULL, so nil reads back as nil.
+func nullBytes[T ~[]byte](b T) []byte {
+	if b == nil {
+		return nil
+	}
+	return []byte(b)
+}
+
+func encodeRawMap(m map[string]json.RawMessage) ([]byte, error) {
+	if m == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, errors.New("postgres: task map is not valid JSON")
+	}
+	return b, nil
+}
+
+func scanTask(row pgx.Row) (*store.Task, error) {
+	var t store.Task
+	var status string
+	var created, updated int64
+	var expires *int64
+	var arguments, capabilities, asked, requests, responses, result, errJSON []byte
+	err := row.Scan(&t.ID, &t.Principal, &t.Tool, &arguments, &capabilities, &status, &t.StatusMessage, &created, &updated,
+		&expires, &t.OperationID, &t.Round, &asked, &requests, &responses, &result, &errJSON)
+	if err != nil {
+		return nil, err
+	}
+	t.Status = mcp.TaskStatus(status)
+	t.CreatedAt, t.UpdatedAt = fromNanos(created), fromNanos(updated)
+	if expires != nil {
+		t.ExpiresAt = fromNanos(*expires)
+	}
+	t.Arguments, t.Capabilities, t.Asked, t.Result, t.Error = arguments, capabilities, asked, result, errJSON
+	for _, m := range []struct {
+		raw []byte
+		out *map[string]json.RawMessage
+	}{{requests, &t.InputRequests}, {responses, &t.Responses}} {
+		if m.raw != nil {
+			if err := json.Unmarshal(m.raw, m.out); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &t, nil
+}

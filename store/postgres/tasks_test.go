@@ -1,0 +1,29 @@
+package postgres
+
+import (
+	"context"
+	"testing"
+
+	"github.com/mcp-elicit/elicit/internal/tasktest"
+	"github.com/mcp-elicit/elicit/mcpserver"
+	"github.com/mcp-elicit/elicit/store/postgres/pgtest"
+)
+
+// TestTasksAcrossInstances: instances on one PostgreSQL database share
+// their tasks, and a new connection pool (a restart) still has them.
+func TestTasksAcrossInstances(t *testing.T) {
+	dsn := pgtest.FreshSchema(t, pgtest.DSN(t))
+	open := func() *Store {
+		st, err := Open(context.Background(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	st := open()
+	tasktest.AcrossInstances(t, st, func() mcpserver.TaskStore {
+		st.Close()
+		return open()
+	})
+}
