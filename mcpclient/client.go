@@ -344,6 +344,13 @@ func (c *Client) classify(method string, raw json.RawMessage) (json.RawMessage, 
 	switch rt {
 	case mcp.ResultTypeComplete:
 		return raw, nil, nil
+	case mcp.ResultTypeTask:
+		// Only a tools/call from a client that declared the tasks
+		// extension may get one (VER-SC-01); once follows it.
+		if method != mcp.MethodToolsCall || !c.caps.HasExtension(mcp.ExtensionTasks) {
+			return nil, nil, perr("VER-SC-01", "resultType %q without the %s extension declared", rt, mcp.ExtensionTasks)
+		}
+		return raw, nil, nil
 	case mcp.ResultTypeInputRequired:
 	default:
 		return nil, nil, perr("MRTR-C-08", "unknown resultType %q", clip(rt, 60))
@@ -351,20 +358,11 @@ func (c *Client) classify(method string, raw json.RawMessage) (json.RawMessage, 
 	if !mcp.MRTRMethod(method) {
 		return nil, nil, perr("MRTR-S-04", "input_required is not allowed for %s", method)
 	}
-	ir := &InputRequired{InputRequests: map[string]InputRequest{}}
-	for k, v := range head.InputRequests {
-		var r struct {
-			Method string          `json:"method"`
-			Params json.RawMessage `json:"params"`
-		}
-		if err := json.Unmarshal(v, &r); err != nil || r.Method == "" {
-			return nil, nil, perr("MRTR-S-06", "input request %q is not {method, params}", clip(k, 60))
-		}
-		if string(r.Params) == "null" {
-			r.Params = nil
-		}
-		ir.InputRequests[k] = InputRequest{Method: r.Method, Params: r.Params}
+	requests, err := parseInputRequests(method, head.InputRequests)
+	if err != nil {
+		return nil, nil, err
 	}
+	ir := &InputRequired{InputRequests: requests}
 	if len(head.RequestState) > 0 && string(head.RequestState) != "null" {
 		if err := json.Unmarshal(head.RequestState, &ir.RequestState); err != nil {
 			return nil, nil, perr("", "requestState is not a string")
@@ -381,6 +379,26 @@ func (c *Client) classify(method string, raw json.RawMessage) (json.RawMessage, 
 		}{&ir.Meta})
 	}
 	return nil, ir, nil
+}
+
+// parseInputRequests reads the inputRequests of an input_required result
+// or task: each entry {method, params}.
+func parseInputRequests(method string, raw map[string]json.RawMessage) (map[string]InputRequest, error) {
+	out := make(map[string]InputRequest, len(raw))
+	for k, v := range raw {
+		var r struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if err := json.Unmarshal(v, &r); err != nil || r.Method == "" {
+			return nil, &ProtocolError{Method: method, Rule: "MRTR-S-06", Reason: fmt.Sprintf("input request %q is not {method, params}", clip(k, 60))}
+		}
+		if string(r.Params) == "null" {
+			r.Params = nil
+		}
+		out[k] = InputRequest{Method: r.Method, Params: r.Params}
+	}
+	return out, nil
 }
 
 // noteServer remembers _meta serverInfo.
@@ -675,6 +693,9 @@ func (c *Client) once(ctx context.Context, op *operation, retry *Retry) (json.Ra
 	res, ir, err := c.classify(out.method, raw)
 	if ir != nil {
 		ir.origin = origin
+	}
+	if err == nil && ir == nil && isTask(res) {
+		res, err = c.followTask(ctx, res)
 	}
 	return res, ir, err
 }

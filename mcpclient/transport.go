@@ -21,8 +21,9 @@ import (
 // outgoing is one request before encoding.
 type outgoing struct {
 	method string
-	// name is the Mcp-Name value (tool or prompt name, resource URI); set
-	// only for tools/call, prompts/get and resources/read.
+	// name is the Mcp-Name value (tool or prompt name, resource URI,
+	// task id); set only for tools/call, prompts/get, resources/read and
+	// the tasks methods.
 	name    string
 	hasName bool
 	params  reqParams
@@ -56,7 +57,9 @@ type reqParams struct {
 	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
 	// RequestState is the server's JSON string token, as received.
 	RequestState json.RawMessage `json:"requestState,omitempty"`
-	Meta         *reqMeta        `json:"_meta"`
+	// TaskID is params.taskId of tasks/get, tasks/update and tasks/cancel.
+	TaskID *string  `json:"taskId,omitempty"`
+	Meta   *reqMeta `json:"_meta"`
 }
 
 // reqMeta is the request _meta (basic/index.mdx §Per-request protocol

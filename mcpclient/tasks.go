@@ -1,0 +1,157 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mcp-elicit/elicit/mcp"
+)
+
+// The tasks extension on the client side (SEP-2663). A client whose
+// Options.Extensions declare mcp.ExtensionTasks may get a task instead of
+// a tool's result; CallTool and CallToolOnce then follow it to its end:
+// they poll tasks/get (at the pollIntervalMs the server suggests, kept
+// within MinTaskPoll and MaxTaskPoll), answer a task's input requests
+// through the same Handlers as MRTR and send them with tasks/update, and
+// return the tool's result once the task completed. A failed task is an
+// *RPCError with the task's error; a cancelled one is ErrTaskCancelled.
+// When ctx ends first, the task is cancelled (tasks/cancel, best effort)
+// and ctx's error returned.
+
+// Bounds of the wait between two tasks/get of a task being followed.
+const (
+	MinTaskPoll = 50 * time.Millisecond
+	MaxTaskPoll = 5 * time.Second
+)
+
+// ErrTaskCancelled: the task a tool call became was cancelled (by another
+// client of the same user, or by the server) before it finished.
+var ErrTaskCancelled = errors.New("mcpclient: the task was cancelled before it finished")
+
+// isTask reports whether a result is a CreateTaskResult.
+func isTask(raw json.RawMessage) bool {
+	var head struct {
+		ResultType string `json:"resultType"`
+	}
+	return json.Unmarshal(raw, &head) == nil && head.ResultType == mcp.ResultTypeTask
+}
+
+// followTask follows the task that raw (a CreateTaskResult) started and
+// returns the tool's CallToolResult.
+func (c *Client) followTask(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+	var created mcp.CreateTaskResult
+	if err := json.Unmarshal(raw, &created); err != nil || created.TaskID == "" {
+		return nil, &ProtocolError{Method: mcp.MethodToolsCall, Reason: "a task result without a taskId"}
+	}
+	id := created.TaskID
+	poll := time.Duration(created.PollIntervalMs) * time.Millisecond
+	poll = min(max(poll, MinTaskPoll), MaxTaskPoll)
+	if created.PollIntervalMs <= 0 {
+		poll = 500 * time.Millisecond
+	}
+	rounds := 0
+	for {
+		t := time.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			c.cancelTask(id)
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		var d struct {
+			mcp.DetailedTask
+			Meta map[string]json.RawMessage `json:"_meta"`
+		}
+		if err := c.taskCall(ctx, mcp.MethodTasksGet, id, nil, &d); err != nil {
+			if ctx.Err() != nil {
+				c.cancelTask(id)
+			}
+			return nil, err
+		}
+		switch d.Status {
+		case mcp.TaskWorking:
+		case mcp.TaskInputRequired:
+			if rounds >= c.maxRounds {
+				c.cancelTask(id)
+				return nil, fmt.Errorf("%w: task %s still needs input after %d answers", ErrRoundLimit, clip(id, 40), rounds)
+			}
+			rounds++
+			if err := c.answerTask(ctx, id, d.InputRequests, d.Meta); err != nil {
+				return nil, err
+			}
+		case mcp.TaskCompleted:
+			if len(d.Result) == 0 {
+				return nil, &ProtocolError{Method: mcp.MethodTasksGet, Reason: "a completed task without a result"}
+			}
+			return d.Result, nil
+		case mcp.TaskFailed:
+			e := &RPCError{Method: mcp.MethodToolsCall, Code: -32603, Message: "the task failed"}
+			var je struct {
+				Code    int             `json:"code"`
+				Message string          `json:"message"`
+				Data    json.RawMessage `json:"data"`
+			}
+			if json.Unmarshal(d.Error, &je) == nil && je.Code != 0 {
+				e.Code, e.Message, e.Data = je.Code, je.Message, je.Data
+			}
+			return nil, e
+		case mcp.TaskCancelled:
+			return nil, ErrTaskCancelled
+		default:
+			return nil, &ProtocolError{Method: mcp.MethodTasksGet, Reason: fmt.Sprintf("unknown task status %q", clip(string(d.Status), 40))}
+		}
+	}
+}
+
+// answerTask answers a task's pending input requests through the
+// Handlers and sends them with tasks/update. A handler's error stops it:
+// the task is cancelled and the error returned (nothing is answered).
+func (c *Client) answerTask(ctx context.Context, id string, raw map[string]json.RawMessage, meta map[string]json.RawMessage) error {
+	requests, err := parseInputRequests(mcp.MethodTasksGet, raw)
+	if err != nil {
+		return err
+	}
+	ir := &InputRequired{InputRequests: requests}
+	if meta != nil {
+		if b, err := json.Marshal(meta); err == nil {
+			_ = json.Unmarshal(b, &ir.Meta)
+		}
+	}
+	answers, err := c.Answer(ctx, ir)
+	if err != nil {
+		c.cancelTask(id)
+		return err
+	}
+	responses := make(map[string]json.RawMessage, len(answers))
+	for k, v := range answers {
+		b, err := marshal(v)
+		if err != nil {
+			return fmt.Errorf("mcpclient: encoding the answer to %q: %w", k, err)
+		}
+		responses[k] = b
+	}
+	var ack mcp.Ack
+	return c.taskCall(ctx, mcp.MethodTasksUpdate, id, responses, &ack)
+}
+
+// cancelTask sends tasks/cancel for id, best effort, even when the
+// caller's context has ended.
+func (c *Client) cancelTask(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var ack mcp.Ack
+	if err := c.taskCall(ctx, mcp.MethodTasksCancel, id, nil, &ack); err != nil {
+		c.log.Warn("mcpclient: tasks/cancel failed", "err", err)
+	}
+}
+
+// taskCall sends a tasks method for id and decodes its result into v.
+func (c *Client) taskCall(ctx context.Context, method, id string, responses map[string]json.RawMessage, v any) error {
+	tid := id
+	return c.simple(ctx, &outgoing{method: method, name: id, hasName: true, target: id,
+		params: reqParams{TaskID: &tid, InputResponses: responses}}, v)
+}
