@@ -44,7 +44,27 @@ func taskTools(cancelled chan<- struct{}) *mcpserver.Server {
 		close(cancelled)
 		return nil, ctx.Err()
 	}, opts)
+	s.AddToolWith(&mcp.Tool{Name: "broken"}, func(ctx context.Context, r *mcpserver.Request) (mcpserver.Reply, error) {
+		if r.TaskAllowed() {
+			return mcpserver.RunAsTask(), nil
+		}
+		return nil, errors.New("disk on fire")
+	}, opts)
 	return s
+}
+
+// A failed task is an *RPCError with the task's error, and nothing of the
+// server's real reason.
+func TestCallToolFailedTask(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hc := mcptest.PipeServer(t, streamhttp.NewHandler(taskTools(nil), nil))
+		c := mcpclient.New("http://127.0.0.1/mcp", &mcpclient.Options{HTTPClient: hc, Extensions: withTasks})
+		_, err := c.CallTool(context.Background(), "broken", nil)
+		var rpc *mcpclient.RPCError
+		if !errors.As(err, &rpc) || rpc.Code != -32603 || rpc.Message != "Internal error" {
+			t.Fatalf("err = %v", err)
+		}
+	})
 }
 
 func recipient(asked *int) *mcpclient.Handlers {
