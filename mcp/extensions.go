@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 )
 
@@ -46,6 +47,23 @@ func ValidExtensionID(id string) bool {
 		}
 	}
 	return true
+}
+
+// CheckExtension checks one declaration of an extension: id must be an
+// extension identifier (ValidExtensionID) and settings a JSON object. It
+// returns the settings to send, a copy, with nil meaning {}.
+func CheckExtension(id string, settings json.RawMessage) (json.RawMessage, error) {
+	if !ValidExtensionID(id) {
+		return nil, fmt.Errorf("invalid extension identifier %q", id)
+	}
+	if settings == nil {
+		return json.RawMessage(`{}`), nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(settings, &obj); err != nil || obj == nil {
+		return nil, fmt.Errorf("extension %q: settings must be a JSON object", id)
+	}
+	return append(json.RawMessage(nil), settings...), nil
 }
 
 func alnum(c byte) bool {

@@ -67,3 +67,29 @@ func TestHasExtension(t *testing.T) {
 		t.Error("nil capabilities declare nothing")
 	}
 }
+
+func TestCheckExtension(t *testing.T) {
+	tests := []struct {
+		id, settings, want string // want "" means an error
+	}{
+		{"io.modelcontextprotocol/tasks", "", `{}`},
+		{"io.modelcontextprotocol/tasks", `{"a":[1]}`, `{"a":[1]}`},
+		{"tasks", `{}`, ""},
+		{"com.example/x", `[]`, ""},
+		{"com.example/x", `null`, ""},
+		{"com.example/x", `{`, ""},
+	}
+	for _, tt := range tests {
+		var in json.RawMessage
+		if tt.settings != "" {
+			in = json.RawMessage(tt.settings)
+		}
+		got, err := CheckExtension(tt.id, in)
+		if (err == nil) != (tt.want != "") || string(got) != tt.want {
+			t.Errorf("CheckExtension(%q, %s) = %s, %v", tt.id, tt.settings, got, err)
+		}
+		if err == nil && len(in) > 0 && &got[0] == &in[0] {
+			t.Errorf("CheckExtension(%q) returned the caller's bytes, not a copy", tt.id)
+		}
+	}
+}

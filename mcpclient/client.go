@@ -255,17 +255,11 @@ func extensions(in map[string]json.RawMessage) map[string]json.RawMessage {
 	}
 	out := make(map[string]json.RawMessage, len(in))
 	for id, v := range in {
-		if !mcp.ValidExtensionID(id) {
-			panic(fmt.Sprintf("mcpclient: invalid extension identifier %q", id))
+		settings, err := mcp.CheckExtension(id, v)
+		if err != nil {
+			panic("mcpclient: " + err.Error())
 		}
-		if v == nil {
-			v = json.RawMessage(`{}`)
-		}
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(v, &obj); err != nil || obj == nil {
-			panic(fmt.Sprintf("mcpclient: extension %q: settings must be a JSON object", id))
-		}
-		out[id] = append(json.RawMessage(nil), v...)
+		out[id] = settings
 	}
 	return out
 }

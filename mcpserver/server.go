@@ -511,15 +511,9 @@ func (s *Server) capabilitiesLocked() mcp.ServerCapabilities {
 // an object: programming errors. The tasks extension is advertised by
 // EnableTasks, which also serves its methods.
 func (s *Server) AddExtension(id string, settings json.RawMessage) {
-	if !mcp.ValidExtensionID(id) {
-		panic(fmt.Sprintf("mcpserver: invalid extension identifier %q", id))
-	}
-	if settings == nil {
-		settings = json.RawMessage(`{}`)
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(settings, &obj); err != nil || obj == nil {
-		panic(fmt.Sprintf("mcpserver: extension %q: settings must be a JSON object", id))
+	settings, err := mcp.CheckExtension(id, settings)
+	if err != nil {
+		panic("mcpserver: " + err.Error())
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

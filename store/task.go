@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"time"
 
@@ -77,4 +78,50 @@ func cloneRawMap(m map[string]json.RawMessage) map[string]json.RawMessage {
 		c[k] = cloneBytes(v)
 	}
 	return c
+}
+
+// MapsJSON encodes InputRequests and Responses as JSON objects for a SQL
+// store's columns; a nil map encodes as nil (NULL), so it reads back nil.
+func (t *Task) MapsJSON() (requests, responses []byte, err error) {
+	enc := func(m map[string]json.RawMessage) ([]byte, error) {
+		if m == nil {
+			return nil, nil
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("store: task %s: a map entry is not valid JSON", t.ID)
+		}
+		return b, nil
+	}
+	if requests, err = enc(t.InputRequests); err != nil {
+		return nil, nil, err
+	}
+	responses, err = enc(t.Responses)
+	return requests, responses, err
+}
+
+// SetMapsJSON is the inverse of MapsJSON: nil leaves a map nil.
+func (t *Task) SetMapsJSON(requests, responses []byte) error {
+	for _, m := range []struct {
+		raw []byte
+		out *map[string]json.RawMessage
+	}{{requests, &t.InputRequests}, {responses, &t.Responses}} {
+		if m.raw == nil {
+			*m.out = nil
+			continue
+		}
+		if err := json.Unmarshal(m.raw, m.out); err != nil {
+			return fmt.Errorf("store: task %s: unreadable map: %w", t.ID, err)
+		}
+	}
+	return nil
+}
+
+// NullBytes maps nil to a nil []byte and keeps anything else, for a
+// store's nullable BLOB columns: nil is written as NULL and reads back nil.
+func NullBytes[T ~[]byte](b T) []byte {
+	if b == nil {
+		return nil
+	}
+	return []byte(b)
 }

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -103,36 +102,13 @@ func (s *Store) DeleteExpiredTasks(ctx context.Context, now time.Time) (int, err
 
 // taskArgs are the values of taskColumns, in order.
 func taskArgs(t *store.Task) ([]any, error) {
-	requests, err := encodeRawMap(t.InputRequests)
+	requests, responses, err := t.MapsJSON()
 	if err != nil {
 		return nil, err
 	}
-	responses, err := encodeRawMap(t.Responses)
-	if err != nil {
-		return nil, err
-	}
-	return []any{t.ID, t.Principal, t.Tool, nullBytes(t.Arguments), nullBytes(t.Capabilities), string(t.Status), t.StatusMessage,
-		toNanos(t.CreatedAt), toNanos(t.UpdatedAt), nullNanos(t.ExpiresAt), t.OperationID, t.Round, nullBytes(t.Asked),
-		requests, responses, nullBytes(t.Result), nullBytes(t.Error)}, nil
-}
-
-// nullBytes maps nil to NULL, so nil reads back as nil.
-func nullBytes[T ~[]byte](b T) any {
-	if b == nil {
-		return nil
-	}
-	return []byte(b)
-}
-
-func encodeRawMap(m map[string]json.RawMessage) (any, error) {
-	if m == nil {
-		return nil, nil
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, errors.New("sqlite: task map is not valid JSON")
-	}
-	return b, nil
+	return []any{t.ID, t.Principal, t.Tool, store.NullBytes(t.Arguments), store.NullBytes(t.Capabilities), string(t.Status), t.StatusMessage,
+		toNanos(t.CreatedAt), toNanos(t.UpdatedAt), nullNanos(t.ExpiresAt), t.OperationID, t.Round, store.NullBytes(t.Asked),
+		requests, responses, store.NullBytes(t.Result), store.NullBytes(t.Error)}, nil
 }
 
 func scanTask(row rowScanner) (*store.Task, error) {
@@ -152,15 +128,8 @@ func scanTask(row rowScanner) (*store.Task, error) {
 		t.ExpiresAt = fromNanos(expires.Int64)
 	}
 	t.Arguments, t.Capabilities, t.Asked, t.Result, t.Error = arguments, capabilities, asked, result, errJSON
-	for _, m := range []struct {
-		raw []byte
-		out *map[string]json.RawMessage
-	}{{requests, &t.InputRequests}, {responses, &t.Responses}} {
-		if m.raw != nil {
-			if err := json.Unmarshal(m.raw, m.out); err != nil {
-				return nil, err
-			}
-		}
+	if err := t.SetMapsJSON(requests, responses); err != nil {
+		return nil, err
 	}
 	return &t, nil
 }
