@@ -46,6 +46,12 @@ type TaskOptions struct {
 	// PollInterval is the pollIntervalMs suggested to clients; 0 means
 	// 500 ms.
 	PollInterval time.Duration
+	// Lease is how long a run vouches for its working task: the instance
+	// running it renews the lease every third of it, and a tasks/get on
+	// any instance that finds the lease run out (its instance stopped)
+	// takes the task over and runs its handler again from the top with
+	// what the task holds. 0 means 30 seconds.
+	Lease time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -56,6 +62,7 @@ type tasks struct {
 	store   TaskStore
 	ttl     time.Duration
 	poll    time.Duration
+	lease   time.Duration
 	now     func() time.Time
 	mu      sync.Mutex
 	running map[string]context.CancelFunc
@@ -78,7 +85,7 @@ func (s *Server) EnableTasks(o *TaskOptions) {
 	if o != nil {
 		opts = *o
 	}
-	t := &tasks{store: opts.Store, ttl: opts.TTL, poll: opts.PollInterval, now: opts.Now, running: map[string]context.CancelFunc{}}
+	t := &tasks{store: opts.Store, ttl: opts.TTL, poll: opts.PollInterval, lease: opts.Lease, now: opts.Now, running: map[string]context.CancelFunc{}}
 	if t.store == nil {
 		t.store = NewMemoryTaskStore()
 	}
@@ -87,6 +94,9 @@ func (s *Server) EnableTasks(o *TaskOptions) {
 	}
 	if t.poll <= 0 {
 		t.poll = 500 * time.Millisecond
+	}
+	if t.lease <= 0 {
+		t.lease = 30 * time.Second
 	}
 	if t.now == nil {
 		t.now = time.Now
@@ -197,7 +207,7 @@ func (s *Server) startTask(ctx context.Context, c *call, req *Request) (any, err
 	}
 	now := rt.now().UTC()
 	rec := &store.Task{ID: newTaskID(), Principal: c.principal, Tool: c.in.Name, Arguments: cloneBytes(c.in.Arguments),
-		Capabilities: caps, Status: mcp.TaskWorking, CreatedAt: now, UpdatedAt: now,
+		Capabilities: caps, Status: mcp.TaskWorking, CreatedAt: now, UpdatedAt: now, LeaseUntil: now.Add(rt.lease),
 		OperationID: req.OperationID, Round: req.Round}
 	if rt.ttl > 0 {
 		rec.ExpiresAt = now.Add(rt.ttl)
@@ -247,10 +257,73 @@ func (s *Server) launch(rt *tasks, id string) {
 			rt.mu.Unlock()
 			cancel()
 		}()
+		stop := s.renewLease(rt, id)
+		defer stop()
 		for again := true; again; {
 			again = s.runTask(ctx, rt, id)
 		}
 	}()
+}
+
+// renewLease renews the lease of the working task id every third of
+// TaskOptions.Lease until stop is called.
+func (s *Server) renewLease(rt *tasks, id string) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(rt.lease / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			_, err := rt.store.UpdateTask(context.Background(), id, func(t *store.Task) error {
+				if t.Status != mcp.TaskWorking {
+					return errNoChange
+				}
+				t.LeaseUntil = rt.now().UTC().Add(rt.lease)
+				return nil
+			})
+			if err != nil && !errors.Is(err, errNoChange) {
+				s.log.Warn("mcpserver: task lease not renewed", "task", id, "err", err)
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+// takeOver runs a working task whose lease has run out, on this
+// instance: the instance that ran it stopped. The claim is atomic, so
+// one instance takes it.
+func (s *Server) takeOver(ctx context.Context, rt *tasks, rec *store.Task) {
+	now := rt.now()
+	if rec.Status != mcp.TaskWorking || rec.LeaseUntil.IsZero() || now.Before(rec.LeaseUntil) {
+		return
+	}
+	rt.mu.Lock()
+	_, local := rt.running[rec.ID]
+	rt.mu.Unlock()
+	if local {
+		return
+	}
+	_, err := rt.store.UpdateTask(ctx, rec.ID, func(t *store.Task) error {
+		if t.Status != mcp.TaskWorking || t.LeaseUntil.IsZero() || now.Before(t.LeaseUntil) {
+			return errNoChange
+		}
+		t.LeaseUntil = now.UTC().Add(rt.lease)
+		return nil
+	})
+	if err != nil {
+		if !errors.Is(err, errNoChange) {
+			s.log.Warn("mcpserver: task takeover failed", "task", rec.ID, "err", err)
+		}
+		return
+	}
+	s.log.Warn("mcpserver: taking over a task whose run stopped", "task", rec.ID, "tool", rec.Tool)
+	s.launch(rt, rec.ID)
 }
 
 // runTask runs the handler of a working task once and settles what it
@@ -334,7 +407,7 @@ func (s *Server) settleTask(rt *tasks, in *transport.Incoming, rec *store.Task, 
 				return errNoChange
 			}
 			t.Status, t.Result, t.Error, t.InputRequests, t.Responses = status, res, errJSON, nil, nil
-			t.UpdatedAt = rt.now().UTC()
+			t.UpdatedAt, t.LeaseUntil = rt.now().UTC(), time.Time{}
 			return nil
 		}
 	}
@@ -389,9 +462,9 @@ func (s *Server) settleAsk(rt *tasks, in *transport.Incoming, req *Request, a *I
 			return errNoChange
 		}
 		t.Round, t.Asked, t.Responses = req.Round+1, asked, nil
-		t.Status, t.InputRequests = mcp.TaskInputRequired, requests
+		t.Status, t.InputRequests, t.LeaseUntil = mcp.TaskInputRequired, requests, time.Time{}
 		if stateOnly {
-			t.Status, t.InputRequests = mcp.TaskWorking, nil
+			t.Status, t.InputRequests, t.LeaseUntil = mcp.TaskWorking, nil, rt.now().UTC().Add(rt.lease)
 		}
 		t.UpdatedAt = rt.now().UTC()
 		return nil
@@ -413,6 +486,7 @@ func (s *Server) serveTasks(ctx context.Context, in *transport.Incoming, princip
 	}
 	switch in.Method {
 	case mcp.MethodTasksGet:
+		s.takeOver(ctx, rt, rec)
 		return s.detailedTask(rt, rec), nil
 	case mcp.MethodTasksUpdate:
 		return s.updateTask(ctx, rt, in, rec)
@@ -499,7 +573,7 @@ func (s *Server) updateTask(ctx context.Context, rt *tasks, in *transport.Incomi
 			return errNoChange
 		}
 		if len(t.InputRequests) == 0 {
-			t.Status, t.InputRequests = mcp.TaskWorking, nil
+			t.Status, t.InputRequests, t.LeaseUntil = mcp.TaskWorking, nil, rt.now().UTC().Add(rt.lease)
 		}
 		t.UpdatedAt = rt.now().UTC()
 		return nil
@@ -527,7 +601,7 @@ func (s *Server) cancelTask(ctx context.Context, rt *tasks, rec *store.Task) (an
 			if t.Status.Terminal() {
 				return errNoChange
 			}
-			t.Status, t.StatusMessage, t.InputRequests = mcp.TaskCancelled, "Cancelled by the client", nil
+			t.Status, t.StatusMessage, t.InputRequests, t.LeaseUntil = mcp.TaskCancelled, "Cancelled by the client", nil, time.Time{}
 			t.UpdatedAt = rt.now().UTC()
 			return nil
 		})

@@ -470,3 +470,68 @@ func TestTasksMethodsOnlyWhenEnabled(t *testing.T) {
 		t.Fatal("EnableTasks did not take")
 	}
 }
+
+// TestTaskTakeover: a working task whose lease ran out (the instance
+// running it stopped) is taken over by the instance a tasks/get reaches,
+// which runs its handler again; a live lease is left alone.
+func TestTaskTakeover(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ts := NewMemoryTaskStore()
+		s, _ := taskServer(t, &TaskOptions{Store: ts, Lease: 3 * time.Second})
+		c := rpc{s, "alice"}
+		now := time.Now().UTC()
+		orphan := func(id string, lease time.Time) {
+			err := ts.CreateTask(context.Background(), &store.Task{ID: id, Principal: "alice", Tool: "two_questions",
+				Capabilities: json.RawMessage(tasksCaps), Status: mcp.TaskWorking, CreatedAt: now, UpdatedAt: now,
+				ExpiresAt: now.Add(time.Hour), LeaseUntil: lease, OperationID: strings.Repeat("ab", 16)})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		orphan("dead", now.Add(-time.Second))
+		orphan("alive", now.Add(time.Second))
+		getTask(t, c, "dead")
+		getTask(t, c, "alive")
+		s.WaitTasks()
+		if g := getTask(t, c, "dead"); g["status"] != "input_required" {
+			t.Fatalf("the orphaned task was not taken over: %v", g)
+		}
+		if g := getTask(t, c, "alive"); g["status"] != "working" {
+			t.Fatalf("a task with a live lease was run here: %v", g)
+		}
+	})
+}
+
+// TestTaskLeaseRenewed: while a run lasts longer than the lease, its
+// instance renews it, so another instance on the same store does not take
+// the task over: the handler runs once, on the first instance.
+func TestTaskLeaseRenewed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ts := NewMemoryTaskStore()
+		instance := func(runs *atomic.Int32) *Server {
+			s := New(mcp.Implementation{Name: "i", Version: "1"}, nil)
+			s.EnableTasks(&TaskOptions{Store: ts, Lease: 300 * time.Millisecond})
+			s.AddToolWith(&mcp.Tool{Name: "slow"}, func(ctx context.Context, r *Request) (Reply, error) {
+				if r.TaskAllowed() {
+					return RunAsTask(), nil
+				}
+				runs.Add(1)
+				time.Sleep(time.Second)
+				return Text("done"), nil
+			}, &HandlerOptions{Tasks: TaskOptional})
+			return s
+		}
+		var runsA, runsB atomic.Int32
+		a, b := instance(&runsA), instance(&runsB)
+		id := startTask(t, rpc{a, "alice"}, "slow", `{}`)
+		for range 8 {
+			time.Sleep(100 * time.Millisecond)
+			getTask(t, rpc{b, "alice"}, id)
+		}
+		a.WaitTasks()
+		b.WaitTasks()
+		if g := getTask(t, rpc{b, "alice"}, id); g["status"] != "completed" || runsA.Load() != 1 || runsB.Load() != 0 {
+			t.Fatalf("status %v; runs on a %d, on b %d", g["status"], runsA.Load(), runsB.Load())
+		}
+	})
+}

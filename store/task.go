@@ -32,6 +32,10 @@ type Task struct {
 	// CreatedAt and UpdatedAt are set by the server (UTC); ExpiresAt is
 	// CreatedAt plus the TTL, zero for no expiry.
 	CreatedAt, UpdatedAt, ExpiresAt time.Time
+	// LeaseUntil is until when the instance running a working task
+	// vouches for it (it renews the lease while the run lasts); past it,
+	// another instance may take the task over. Zero: no run holds it.
+	LeaseUntil time.Time
 	// OperationID and Round continue the handler's operation across runs.
 	OperationID string
 	Round       int

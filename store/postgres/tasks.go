@@ -17,7 +17,7 @@ import (
 // task, from any instance, are serialized.
 
 const taskColumns = `id, principal, tool, arguments, capabilities, status, status_message, created_at, updated_at,
-	expires_at, operation_id, round, asked, input_requests, responses, result, error`
+	expires_at, operation_id, round, asked, input_requests, responses, result, error, lease_until`
 
 // CreateTask implements mcpserver.TaskStore.
 func (s *Store) CreateTask(ctx context.Context, t *store.Task) error {
@@ -27,7 +27,7 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO tasks (`+taskColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`, args...)
+	_, err = s.pool.Exec(ctx, `INSERT INTO tasks (`+taskColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`, args...)
 	if isUniqueViolation(err) {
 		return s.errorf("postgres: task id exists: %w", store.ErrConflict)
 	}
@@ -77,7 +77,7 @@ func (s *Store) UpdateTask(ctx context.Context, id string, update func(*store.Ta
 	}
 	_, err = tx.Exec(ctx, `UPDATE tasks SET principal = $2, tool = $3, arguments = $4, capabilities = $5, status = $6,
 		status_message = $7, created_at = $8, updated_at = $9, expires_at = $10, operation_id = $11, round = $12, asked = $13,
-		input_requests = $14, responses = $15, result = $16, error = $17 WHERE id = $1`, args...)
+		input_requests = $14, responses = $15, result = $16, error = $17, lease_until = $18 WHERE id = $1`, args...)
 	if err != nil {
 		return nil, s.errorf("postgres: update task: %w", err)
 	}
@@ -106,17 +106,17 @@ func taskArgs(t *store.Task) ([]any, error) {
 	}
 	return []any{t.ID, t.Principal, t.Tool, store.NullBytes(t.Arguments), store.NullBytes(t.Capabilities), string(t.Status), t.StatusMessage,
 		toNanos(t.CreatedAt), toNanos(t.UpdatedAt), nullNanos(t.ExpiresAt), t.OperationID, t.Round, store.NullBytes(t.Asked),
-		requests, responses, store.NullBytes(t.Result), store.NullBytes(t.Error)}, nil
+		requests, responses, store.NullBytes(t.Result), store.NullBytes(t.Error), nullNanos(t.LeaseUntil)}, nil
 }
 
 func scanTask(row pgx.Row) (*store.Task, error) {
 	var t store.Task
 	var status string
 	var created, updated int64
-	var expires *int64
+	var expires, lease *int64
 	var arguments, capabilities, asked, requests, responses, result, errJSON []byte
 	err := row.Scan(&t.ID, &t.Principal, &t.Tool, &arguments, &capabilities, &status, &t.StatusMessage, &created, &updated,
-		&expires, &t.OperationID, &t.Round, &asked, &requests, &responses, &result, &errJSON)
+		&expires, &t.OperationID, &t.Round, &asked, &requests, &responses, &result, &errJSON, &lease)
 	if err != nil {
 		return nil, err
 	}
@@ -124,6 +124,9 @@ func scanTask(row pgx.Row) (*store.Task, error) {
 	t.CreatedAt, t.UpdatedAt = fromNanos(created), fromNanos(updated)
 	if expires != nil {
 		t.ExpiresAt = fromNanos(*expires)
+	}
+	if lease != nil {
+		t.LeaseUntil = fromNanos(*lease)
 	}
 	t.Arguments, t.Capabilities, t.Asked, t.Result, t.Error = arguments, capabilities, asked, result, errJSON
 	if err := t.SetMapsJSON(requests, responses); err != nil {

@@ -185,7 +185,8 @@ var migrations = []string{
 		input_requests BLOB,
 		responses      BLOB,
 		result         BLOB,
-		error          BLOB
+		error          BLOB,
+		lease_until    INTEGER
 	);
 	CREATE INDEX tasks_expires_at ON tasks (expires_at);`,
 }

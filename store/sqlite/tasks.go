@@ -15,7 +15,7 @@ import (
 // IMMEDIATE transaction, so concurrent updates of a task are serialized.
 
 const taskColumns = `id, principal, tool, arguments, capabilities, status, status_message, created_at, updated_at,
-	expires_at, operation_id, round, asked, input_requests, responses, result, error`
+	expires_at, operation_id, round, asked, input_requests, responses, result, error, lease_until`
 
 // CreateTask implements mcpserver.TaskStore.
 func (s *Store) CreateTask(ctx context.Context, t *store.Task) error {
@@ -25,7 +25,7 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.db.ExecContext(ctx, `INSERT INTO tasks (`+taskColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
+	_, err = s.db.ExecContext(ctx, `INSERT INTO tasks (`+taskColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
 	if isUniqueViolation(err) {
 		return s.errorf("sqlite: task id exists: %w", store.ErrConflict)
 	}
@@ -75,7 +75,7 @@ func (s *Store) UpdateTask(ctx context.Context, id string, update func(*store.Ta
 	}
 	_, err = tx.ExecContext(ctx, `UPDATE tasks SET principal = ?, tool = ?, arguments = ?, capabilities = ?, status = ?,
 		status_message = ?, created_at = ?, updated_at = ?, expires_at = ?, operation_id = ?, round = ?, asked = ?,
-		input_requests = ?, responses = ?, result = ?, error = ? WHERE id = ?`, append(args[1:], id)...)
+		input_requests = ?, responses = ?, result = ?, error = ?, lease_until = ? WHERE id = ?`, append(args[1:], id)...)
 	if err != nil {
 		return nil, s.errorf("sqlite: update task: %w", err)
 	}
@@ -108,17 +108,17 @@ func taskArgs(t *store.Task) ([]any, error) {
 	}
 	return []any{t.ID, t.Principal, t.Tool, store.NullBytes(t.Arguments), store.NullBytes(t.Capabilities), string(t.Status), t.StatusMessage,
 		toNanos(t.CreatedAt), toNanos(t.UpdatedAt), nullNanos(t.ExpiresAt), t.OperationID, t.Round, store.NullBytes(t.Asked),
-		requests, responses, store.NullBytes(t.Result), store.NullBytes(t.Error)}, nil
+		requests, responses, store.NullBytes(t.Result), store.NullBytes(t.Error), nullNanos(t.LeaseUntil)}, nil
 }
 
 func scanTask(row rowScanner) (*store.Task, error) {
 	var t store.Task
 	var status string
 	var created, updated int64
-	var expires sql.NullInt64
+	var expires, lease sql.NullInt64
 	var arguments, capabilities, asked, requests, responses, result, errJSON []byte
 	err := row.Scan(&t.ID, &t.Principal, &t.Tool, &arguments, &capabilities, &status, &t.StatusMessage, &created, &updated,
-		&expires, &t.OperationID, &t.Round, &asked, &requests, &responses, &result, &errJSON)
+		&expires, &t.OperationID, &t.Round, &asked, &requests, &responses, &result, &errJSON, &lease)
 	if err != nil {
 		return nil, err
 	}
@@ -126,6 +126,9 @@ func scanTask(row rowScanner) (*store.Task, error) {
 	t.CreatedAt, t.UpdatedAt = fromNanos(created), fromNanos(updated)
 	if expires.Valid {
 		t.ExpiresAt = fromNanos(expires.Int64)
+	}
+	if lease.Valid {
+		t.LeaseUntil = fromNanos(lease.Int64)
 	}
 	t.Arguments, t.Capabilities, t.Asked, t.Result, t.Error = arguments, capabilities, asked, result, errJSON
 	if err := t.SetMapsJSON(requests, responses); err != nil {

@@ -54,6 +54,7 @@ func fullTask(id string) *store.Task {
 		Capabilities: json.RawMessage(`{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`),
 		Status:       mcp.TaskInputRequired, StatusMessage: "waiting for the recipient",
 		CreatedAt: taskBase, UpdatedAt: taskBase.Add(time.Second), ExpiresAt: taskBase.Add(time.Hour),
+		LeaseUntil:  taskBase.Add(30 * time.Second),
 		OperationID: "0123456789abcdef0123456789abcdef", Round: 2, Asked: []byte{1, 0, 0xff, 7},
 		InputRequests: map[string]json.RawMessage{"to": json.RawMessage(`{"method":"elicitation/create","params":{"message":"Who?"}}`)},
 		Responses:     map[string]json.RawMessage{"ok": json.RawMessage(`{"action":"accept","content":{"confirm":true}}`)},
@@ -70,8 +71,9 @@ func sameTask(got, want *store.Task) string {
 		got.StatusMessage != want.StatusMessage, got.OperationID != want.OperationID, got.Round != want.Round:
 		return fmt.Sprintf("scalars: got %+v", got)
 	case !got.CreatedAt.Equal(want.CreatedAt), !got.UpdatedAt.Equal(want.UpdatedAt),
-		got.ExpiresAt.IsZero() != want.ExpiresAt.IsZero() || !got.ExpiresAt.Equal(want.ExpiresAt):
-		return fmt.Sprintf("times: got %v %v %v", got.CreatedAt, got.UpdatedAt, got.ExpiresAt)
+		got.ExpiresAt.IsZero() != want.ExpiresAt.IsZero() || !got.ExpiresAt.Equal(want.ExpiresAt),
+		got.LeaseUntil.IsZero() != want.LeaseUntil.IsZero() || !got.LeaseUntil.Equal(want.LeaseUntil):
+		return fmt.Sprintf("times: got %v %v %v %v", got.CreatedAt, got.UpdatedAt, got.ExpiresAt, got.LeaseUntil)
 	case !bytes.Equal(got.Asked, want.Asked):
 		return fmt.Sprintf("asked: got %v", got.Asked)
 	}

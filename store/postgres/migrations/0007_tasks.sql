@@ -17,6 +17,7 @@ CREATE TABLE tasks (
 	input_requests BYTEA,
 	responses      BYTEA,
 	result         BYTEA,
-	error          BYTEA
+	error          BYTEA,
+	lease_until    BIGINT
 );
 CREATE INDEX tasks_expires_at ON tasks (expires_at);
