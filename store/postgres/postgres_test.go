@@ -97,7 +97,7 @@ func TestMigrateStateKeyActivation(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{`ALTER TABLE state_keys DROP COLUMN activates_at`, `DROP TABLE store_meta`,
-		`DROP INDEX operations_completed_at`, `DROP INDEX records_operation`, `DROP INDEX records_kind_updated`, `DELETE FROM schema_migrations WHERE version >= 4`} {
+		`DROP INDEX operations_completed_at`, `DROP INDEX records_operation`, `DROP INDEX records_kind_updated`, `DROP TABLE tasks`, `DELETE FROM schema_migrations WHERE version >= 4`} {
 		if _, err := s.pool.Exec(ctx, q); err != nil {
 			t.Fatal(err)
 		}

@@ -184,7 +184,7 @@ func TestMigrateFromSchema1(t *testing.T) {
 	if err := s.CreateFlow(ctx, f); err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{`DROP TABLE operations`, `DROP TABLE records`, `DROP INDEX flows_principal_purpose`, `DROP TABLE state_keys`, `DROP TABLE store_meta`, `UPDATE schema_version SET version = 1`} {
+	for _, q := range []string{`DROP TABLE operations`, `DROP TABLE records`, `DROP INDEX flows_principal_purpose`, `DROP TABLE state_keys`, `DROP TABLE store_meta`, `DROP TABLE tasks`, `UPDATE schema_version SET version = 1`} {
 		if _, err := s.w.db.Exec(q); err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +220,7 @@ func TestMigrateStateKeyActivation(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{`ALTER TABLE state_keys DROP COLUMN activates_at`, `DROP TABLE store_meta`,
-		`DROP INDEX operations_completed_at`, `DROP INDEX records_operation`, `DROP INDEX records_kind_updated`, `UPDATE schema_version SET version = 4`} {
+		`DROP INDEX operations_completed_at`, `DROP INDEX records_operation`, `DROP INDEX records_kind_updated`, `DROP TABLE tasks`, `UPDATE schema_version SET version = 4`} {
 		if _, err := s.w.db.Exec(q); err != nil {
 			t.Fatal(err)
 		}
