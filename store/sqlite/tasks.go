@@ -11,35 +11,35 @@ import (
 )
 
 // The tasks of the tasks extension: Store implements mcpserver.TaskStore
-// (its contract: storetest.RunTasks). UpdateTask reads and writes in one
-// IMMEDIATE transaction, so concurrent updates of a task are serialized.
+// (its contract: storetest.RunTasks). Writes go through the store's
+// single writer, so concurrent updates of a task are serialized.
 
 const taskColumns = `id, principal, tool, arguments, capabilities, status, status_message, created_at, updated_at,
 	expires_at, operation_id, round, asked, input_requests, responses, result, error, lease_until`
 
 // CreateTask implements mcpserver.TaskStore.
 func (s *Store) CreateTask(ctx context.Context, t *store.Task) error {
-	ctx, cancel := s.call(ctx)
-	defer cancel()
 	args, err := taskArgs(t)
 	if err != nil {
 		return err
 	}
-	_, err = s.db.ExecContext(ctx, `INSERT INTO tasks (`+taskColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
-	if isUniqueViolation(err) {
-		return s.errorf("sqlite: task id exists: %w", store.ErrConflict)
-	}
-	if err != nil {
-		return s.errorf("sqlite: create task: %w", err)
-	}
-	return nil
+	return s.write(ctx, func(ctx context.Context, w *wtx) error {
+		_, err := w.exec(ctx, `INSERT INTO tasks (`+taskColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
+		if isUniqueViolation(err) {
+			return s.errorf("sqlite: task id exists: %w", store.ErrConflict)
+		}
+		if err != nil {
+			return s.errorf("sqlite: create task: %w", err)
+		}
+		return nil
+	})
 }
 
 // GetTask implements mcpserver.TaskStore.
 func (s *Store) GetTask(ctx context.Context, id string) (*store.Task, error) {
 	ctx, cancel := s.call(ctx)
 	defer cancel()
-	t, err := scanTask(s.db.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id = ?`, id))
+	t, err := scanTask(s.queryRow(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -49,55 +49,57 @@ func (s *Store) GetTask(ctx context.Context, id string) (*store.Task, error) {
 	return t, nil
 }
 
-// UpdateTask implements mcpserver.TaskStore.
+// UpdateTask implements mcpserver.TaskStore. It runs on the writer, one
+// write at a time, so concurrent updates of a task are serialized.
 func (s *Store) UpdateTask(ctx context.Context, id string, update func(*store.Task) error) (*store.Task, error) {
-	ctx, cancel := s.call(ctx)
-	defer cancel()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, s.errorf("sqlite: update task: %w", err)
-	}
-	defer tx.Rollback()
-	t, err := scanTask(tx.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, store.ErrNotFound
-	}
-	if err != nil {
-		return nil, s.errorf("sqlite: update task: %w", err)
-	}
-	if err := update(t); err != nil {
-		return nil, err
-	}
-	t.ID = id
-	args, err := taskArgs(t)
-	if err != nil {
-		return nil, err
-	}
-	_, err = tx.ExecContext(ctx, `UPDATE tasks SET principal = ?, tool = ?, arguments = ?, capabilities = ?, status = ?,
+	var out *store.Task
+	err := s.write(ctx, func(ctx context.Context, w *wtx) error {
+		t, err := scanTask(w.queryRow(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id = ?`, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return s.errorf("sqlite: update task: %w", err)
+		}
+		if err := update(t); err != nil {
+			return err
+		}
+		t.ID = id
+		args, err := taskArgs(t)
+		if err != nil {
+			return err
+		}
+		_, err = w.exec(ctx, `UPDATE tasks SET principal = ?, tool = ?, arguments = ?, capabilities = ?, status = ?,
 		status_message = ?, created_at = ?, updated_at = ?, expires_at = ?, operation_id = ?, round = ?, asked = ?,
 		input_requests = ?, responses = ?, result = ?, error = ?, lease_until = ? WHERE id = ?`, append(args[1:], id)...)
+		if err != nil {
+			return s.errorf("sqlite: update task: %w", err)
+		}
+		out = t
+		return nil
+	})
 	if err != nil {
-		return nil, s.errorf("sqlite: update task: %w", err)
+		return nil, err
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, s.errorf("sqlite: update task: %w", err)
-	}
-	return t, nil
+	return out, nil
 }
 
 // DeleteExpiredTasks implements mcpserver.TaskStore.
 func (s *Store) DeleteExpiredTasks(ctx context.Context, now time.Time) (int, error) {
-	ctx, cancel := s.call(ctx)
-	defer cancel()
-	res, err := s.db.ExecContext(ctx, `DELETE FROM tasks WHERE expires_at IS NOT NULL AND expires_at <= ?`, toNanos(now))
-	if err != nil {
-		return 0, s.errorf("sqlite: delete expired tasks: %w", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, s.errorf("sqlite: delete expired tasks: %w", err)
-	}
-	return int(n), nil
+	n := 0
+	err := s.write(ctx, func(ctx context.Context, w *wtx) error {
+		res, err := w.exec(ctx, `DELETE FROM tasks WHERE expires_at IS NOT NULL AND expires_at <= ?`, toNanos(now))
+		if err != nil {
+			return s.errorf("sqlite: delete expired tasks: %w", err)
+		}
+		affected, err := res.RowsAffected()
+		if err != nil {
+			return s.errorf("sqlite: delete expired tasks: %w", err)
+		}
+		n = int(affected)
+		return nil
+	})
+	return n, err
 }
 
 // taskArgs are the values of taskColumns, in order.
