@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-elicit/elicit/mcpserver"
 	"github.com/mcp-elicit/elicit/store"
 )
 
@@ -82,8 +83,9 @@ func (s *Service) Pending(f *store.Flow) bool {
 }
 
 // WaitFlow waits until the flow id can no longer be completed — it was
-// completed, closed, or has expired — or until d has passed, whichever
-// comes first, and returns the flow as it then is (compare with Pending).
+// completed, closed, or has expired — or until d has passed, or EndWaits
+// was called, whichever comes first, and returns the flow as it then is
+// (compare with Pending).
 // It wakes as soon as the flow changes: at once for a change made through
 // this Service, and, when the store carries notices between processes
 // (store.FlowNotifier: PostgreSQL shared by several instances), for a
@@ -107,9 +109,10 @@ func (s *Service) WaitFlow(ctx context.Context, id string, d time.Duration, tick
 			defer stop()
 		}
 	}
+	ended := s.hub.ended()
 	// Subscribed first, read second: a change after the read wakes us.
 	f, err := s.Flow(ctx, id)
-	if err != nil || !s.Pending(f) || d <= 0 {
+	if err != nil || !s.Pending(f) || d <= 0 || isClosed(ended) {
 		return f, err
 	}
 	if left := f.ExpiresAt.Sub(s.now()); left < d {
@@ -135,11 +138,54 @@ func (s *Service) WaitFlow(ctx context.Context, id string, d time.Duration, tick
 		case <-remote:
 		case <-deadline.C:
 			return s.Flow(ctx, id)
+		case <-ended:
+			return s.Flow(ctx, id)
 		}
 		if f, err = s.Flow(ctx, id); err != nil || !s.Pending(f) {
 			return f, err
 		}
 	}
+}
+
+// EndWaits ends every wait of this Service, now and later, as if its time
+// were up: WaitFlow returns the flow as it is, and a held retry
+// (HoldRetry, Step) is answered at once with the same question, so the
+// client can retry elsewhere. Call it when the server begins shutting
+// down (http.Server.RegisterOnShutdown), so that held requests do not
+// keep the shutdown waiting.
+func (s *Service) EndWaits() { s.hub.end() }
+
+// HoldRetry holds req, a tool call that accepted the URL-mode elicitation
+// of f before its page was finished, until the page is finished, the flow
+// is closed or expires, d has passed, or EndWaits is called (WaitFlow),
+// keeping the response stream alive meanwhile (mcpserver.Request.KeepAlive:
+// progress notifications when req carries a progressToken, SSE comments
+// otherwise). d is the wait: 0 means DefaultWait, negative no wait. It
+// returns the flow as it then is; f itself when it could not be read again
+// (it was swept, or the client went away: ctx has ended then). Accept is
+// consent, not completion (ELI-RA-01): answer a flow still Pending after
+// it with the same question again.
+func (s *Service) HoldRetry(ctx context.Context, req *mcpserver.Request, f *store.Flow, d time.Duration) (*store.Flow, error) {
+	switch {
+	case d < 0:
+		return f, nil
+	case d == 0:
+		d = DefaultWait
+	}
+	n := 0
+	got, err := s.WaitFlow(ctx, f.ID, d, func() {
+		n++
+		_ = req.KeepAlive(float64(n), waitMessage) // a dead stream ends ctx
+	})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return f, nil // swept meanwhile: the caller finds it expired
+	case err != nil && ctx.Err() != nil:
+		// The client went away (or gave up) while waiting: no fault of
+		// the server's; still pending.
+		return f, nil
+	}
+	return got, err
 }
 
 // flowChanged wakes the waiters of flow id: those of this process at
@@ -158,6 +204,36 @@ func (s *Service) flowChanged(ctx context.Context, id string) {
 type flowHub struct {
 	mu   sync.Mutex
 	subs map[string]map[chan struct{}]struct{}
+	stop chan struct{} // closed by end; made on first use
+}
+
+// ended returns the channel end closes.
+func (h *flowHub) ended() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stop == nil {
+		h.stop = make(chan struct{})
+	}
+	return h.stop
+}
+
+// end ends every wait, now and later; calling it again does nothing.
+func (h *flowHub) end() {
+	ch := h.ended()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !isClosed(ch) {
+		close(h.stop)
+	}
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 func (h *flowHub) subscribe(id string) (<-chan struct{}, func()) {

@@ -332,27 +332,9 @@ func (s *Step) held(ctx context.Context, req *mcpserver.Request, flow *store.Flo
 // waitMessage is the progress message while a retry is held.
 const waitMessage = "Waiting for you to finish on the page"
 
-// wait holds the retry until the flow is finished, closed or expired, or
-// for s.Wait, keeping the response stream alive.
+// wait holds the retry (Service.HoldRetry) for s.Wait.
 func (s *Step) wait(ctx context.Context, req *mcpserver.Request, flow *store.Flow) (*store.Flow, error) {
-	d := s.Wait
-	if d == 0 {
-		d = DefaultWait
-	}
-	n := 0
-	f, err := s.Flows.WaitFlow(ctx, flow.ID, d, func() {
-		n++
-		_ = req.KeepAlive(float64(n), waitMessage) // a dead stream ends ctx
-	})
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return flow, nil // swept meanwhile: treat as expired below
-	case err != nil && ctx.Err() != nil:
-		// The client went away (or gave up) while waiting: no fault of
-		// the server's; still pending (see Handle).
-		return flow, nil
-	}
-	return f, err
+	return s.Flows.HoldRetry(ctx, req, flow, s.Wait)
 }
 
 func (s *Step) connected(ctx context.Context, principal string) (bool, error) {

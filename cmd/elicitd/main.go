@@ -414,7 +414,7 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 		Observer:     obs.round,
 	})
 	billing.New(flows).WithWait(stepWait(cfg)).Register(srv)
-	reports.New(flows, st, logger).Register(srv)
+	reports.New(flows, st, logger).WithWait(stepWait(cfg)).Register(srv)
 	if registerTestTools != nil {
 		registerTestTools(srv, st)
 	}

@@ -10,7 +10,7 @@ import (
 const maxURLWait = 5 * time.Minute
 
 func init() {
-	addSettings(setting{name: "url-wait", def: "30s", usage: "how long a retry that accepted a URL-mode step (connect_billing, connect_calendar) before its page was finished is held open, answered as soon as the page is finished; 0 or off answers at once",
+	addSettings(setting{name: "url-wait", def: "30s", usage: "how long a retry that accepted a URL-mode step (connect_billing, connect_calendar, send_report) before its page was finished is held open, answered as soon as the page is finished; 0 or off answers at once; at most 5m",
 		apply: func(c *config, v string) error {
 			if isOff(v) || v == "0" {
 				c.urlWait = 0

@@ -24,6 +24,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-elicit/elicit/examples/billing"
+	"github.com/mcp-elicit/elicit/examples/reports"
 	"github.com/mcp-elicit/elicit/internal/npmtest"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpclient"
@@ -36,15 +37,19 @@ import (
 type waitEnv struct {
 	*env
 	mcpURL string
+	tool   string // the tool whose calls are counted
 	calls  atomic.Int32
 	held   chan struct{}
 }
 
-func newWaitEnv(t *testing.T) *waitEnv {
+func newWaitEnv(t *testing.T) *waitEnv { return newWaitEnvFor(t, billing.ToolName) }
+
+// newWaitEnvFor counts and watches the calls of tool.
+func newWaitEnvFor(t *testing.T, tool string) *waitEnv {
 	t.Helper()
-	w := &waitEnv{env: newEnvWith(t, func(c *config) { c.urlWait = 50 * time.Second }), held: make(chan struct{}, 1)}
+	w := &waitEnv{env: newEnvWith(t, func(c *config) { c.urlWait = 50 * time.Second }), tool: tool, held: make(chan struct{}, 1)}
 	front := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Mcp-Method") == mcp.MethodToolsCall && r.Header.Get("Mcp-Name") == billing.ToolName {
+		if r.Header.Get("Mcp-Method") == mcp.MethodToolsCall && r.Header.Get("Mcp-Name") == tool {
 			w.calls.Add(1)
 			rw = &heldWriter{ResponseWriter: rw, held: w.held}
 		}
@@ -109,7 +114,7 @@ func (w *waitEnv) wantOneRetry(t *testing.T, text string) {
 		t.Fatalf("result %q, want %q", text, billing.TextConnected)
 	}
 	if n := w.calls.Load(); n != 2 {
-		t.Fatalf("%d connect_billing requests, want 2: the first call and one retry", n)
+		t.Fatalf("%d %s requests, want 2: the first call and one retry", n, w.tool)
 	}
 }
 
@@ -225,5 +230,80 @@ func TestURLWaitOneRetryTypeScriptSDK(t *testing.T) {
 	w.wantOneRetry(t, res.Content[0].Text)
 	if len(links) != 0 {
 		t.Fatal("the elicitation was asked again")
+	}
+}
+
+// send_report's reporting-account step waits as connect_billing's does:
+// accept, then the page finished while the retry is held, completes the
+// step in one retry (then the confirmation is asked and answered: three
+// send_report requests in all), with go-sdk and with our client.
+func TestURLWaitSendReportOneRetry(t *testing.T) {
+	for _, client := range []string{"go-sdk", "mcpclient"} {
+		t.Run(client, func(t *testing.T) {
+			w := newWaitEnvFor(t, reports.ToolSend)
+			draft := (&reportsEnv{env: w.env}).prepare(t, "alice", "2026-Q2", "sales")
+			args := map[string]any{"draft_id": draft, "recipient": "bob@example.com"}
+			links := make(chan string, 20)
+			done := make(chan struct{})
+			var text string
+			var isError bool
+			var err error
+			if client == "go-sdk" {
+				ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+				defer cancel()
+				c := sdk.NewClient(&sdk.Implementation{Name: "gosdk-urlwait", Version: "v1.8.0"}, &sdk.ClientOptions{
+					Capabilities: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}, URL: &sdk.URLElicitationCapabilities{}}},
+					ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+						if req.Params.Mode == "url" {
+							links <- req.Params.URL
+							return &sdk.ElicitResult{Action: "accept"}, nil // before the page
+						}
+						return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"send": true}}, nil
+					},
+				})
+				tr := w.gosdkTransport("alice", http.DefaultTransport)
+				tr.Endpoint = w.mcpURL
+				cs, cerr := c.Connect(ctx, tr, &sdk.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+				if cerr != nil {
+					t.Fatal(cerr)
+				}
+				defer cs.Close()
+				go func() {
+					defer close(done)
+					var res *sdk.CallToolResult
+					if res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: reports.ToolSend, Arguments: args}); err == nil {
+						text, isError = toolText(t, res), res.IsError
+					}
+				}()
+			} else {
+				c := mcpclient.New(w.mcpURL, &mcpclient.Options{Token: "alice", Handlers: &mcpclient.Handlers{
+					ElicitURL: func(_ context.Context, _ mcpclient.Asker, _ string, p *mcp.ElicitRequestParams) (*mcp.ElicitResult, error) {
+						links <- p.URL
+						return &mcp.ElicitResult{Action: mcp.ActionAccept}, nil
+					},
+					ElicitForm: func(context.Context, mcpclient.Asker, string, *mcp.ElicitRequestParams) (*mcp.ElicitResult, error) {
+						return &mcp.ElicitResult{Action: mcp.ActionAccept, Content: map[string]any{"send": true}}, nil
+					},
+				}})
+				go func() {
+					defer close(done)
+					var res *mcp.CallToolResult
+					if res, err = c.CallTool(t.Context(), reports.ToolSend, args); err == nil {
+						text, isError = res.Content[0].Text, res.IsError
+					}
+				}()
+			}
+			w.finishWhileHeld(t, links, done)
+			<-done
+			if err != nil || isError || !strings.HasPrefix(text, "Sent draft") {
+				t.Fatalf("send_report: %v %v %q", err, isError, text)
+			}
+			if n := w.calls.Load(); n != 3 {
+				t.Fatalf("%d send_report requests, want 3: the first call, one held retry, the confirmation", n)
+			}
+			if len(links) != 0 {
+				t.Fatal("the reporting-account page was asked again")
+			}
+		})
 	}
 }

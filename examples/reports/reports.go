@@ -118,6 +118,7 @@ type App struct {
 	ledger store.Ledger
 	flows  *connect.Service
 	log    *slog.Logger
+	wait   time.Duration // connect.Service.HoldRetry's d: 0 default, negative none
 }
 
 // New returns the app. ledger keeps drafts, sends and the operation
@@ -129,6 +130,16 @@ func New(flows *connect.Service, ledger store.Ledger, logger *slog.Logger) *App 
 		logger = slog.Default()
 	}
 	return &App{ledger: ledger, flows: flows, log: logger}
+}
+
+// WithWait sets how long a send_report retry that accepted the
+// reporting-account page before it was finished is held open, answered as
+// soon as the page is finished (connect.Service.HoldRetry: 0 means
+// connect.DefaultWait, negative no wait), and returns a. Call it before
+// Register.
+func (a *App) WithWait(d time.Duration) *App {
+	a.wait = d
+	return a
 }
 
 // Register adds export_report, send_report and list_drafts to s. Their
@@ -434,6 +445,9 @@ func (a *App) sendReport(ctx context.Context, req *mcpserver.Request, args *send
 		if r, done, err := a.connectRefused(ctx, req, args); done {
 			return r, err
 		}
+		if err := a.waitForAccount(ctx, req, st.FlowID); err != nil {
+			return nil, err
+		}
 	}
 	connected, err := a.flows.HasSecret(ctx, req.Principal, Purpose)
 	if err != nil {
@@ -493,6 +507,27 @@ func (a *App) confirmed(ctx context.Context, req *mcpserver.Request, args *sendA
 		return nil, false, nil
 	}
 	return r, true, err
+}
+
+// waitForAccount holds a retry that accepted the reporting-account page
+// before it was finished, until the page is finished or the wait ends
+// (connect.Service.HoldRetry), so one retry completes the step: accept is
+// consent, not completion (ELI-RA-01).
+func (a *App) waitForAccount(ctx context.Context, req *mcpserver.Request, flowID string) error {
+	if req.Elicitation(KeyConnect).Outcome != elicit.Accepted || a.wait < 0 {
+		return nil
+	}
+	f, err := a.flows.Flow(ctx, flowID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil // swept: askConnect starts anew
+	case err != nil:
+		return err
+	case f.Principal != req.Principal || !a.flows.Pending(f):
+		return nil
+	}
+	_, err = a.flows.HoldRetry(ctx, req, f, a.wait)
+	return err
 }
 
 // askConnect asks (again) for the reporting-account page. A pending flow
