@@ -45,6 +45,10 @@ type call struct {
 	// lastInvoke is how long the last handler call took: one that held
 	// the request waiting for a page (connect.Step) needs no pause after.
 	lastInvoke time.Duration
+	// held is set when the last handler call kept the request alive
+	// (mcpserver.Request.KeepAlive, progress included): it waited for the
+	// page itself, so the bridge does not wait again with polls.
+	held atomic.Bool
 }
 
 // pendingURL is a URL-mode elicitation the user accepted.
@@ -97,6 +101,7 @@ func (b *bridge) serve(ctx context.Context, c *call) (_ json.RawMessage, err err
 			return nil, &sdkjsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Too many rounds for one request"}
 		}
 		start := time.Now()
+		c.held.Store(false)
 		resp := b.invoke(ctx, c, caps, responses, state)
 		c.lastInvoke = time.Since(start)
 		if resp.Error != nil {
@@ -152,7 +157,7 @@ func (b *bridge) invoke(ctx context.Context, c *call, caps json.RawMessage, resp
 			ctx = context.WithValue(ctx, clientVersionKey{}, negotiated(ip.ProtocolVersion))
 		}
 	}
-	return b.core.Serve(ctx, in, c.principal, b.notifier(ctx, c.ss))
+	return b.core.Serve(ctx, in, c.principal, b.notifier(ctx, c))
 }
 
 // clientVersionKey carries the session's protocol version into Serve.
@@ -218,8 +223,12 @@ func (b *bridge) incoming(c *call, caps json.RawMessage, responses map[string]js
 
 // notifier forwards the handler's progress and log notifications to the
 // session, on the stream of the request being served.
-func (b *bridge) notifier(ctx context.Context, ss *sdk.ServerSession) transport.Notifier {
+func (b *bridge) notifier(ctx context.Context, c *call) transport.Notifier {
+	ss := c.ss
 	return func(n *jsonrpc.Notification) error {
+		if n == nil || n.Method == mcp.NotificationProgress {
+			c.held.Store(true)
+		}
 		if n == nil {
 			return nil // a keep-alive: go-sdk's stream has its own
 		}
@@ -249,7 +258,11 @@ func (b *bridge) notifier(ctx context.Context, ss *sdk.ServerSession) transport.
 // the answers and the URL keys accepted in this round. A URL the user
 // already accepted in the previous round is not asked again while polls
 // remain: the same accept goes back after a pause, so a page finished
-// meanwhile completes the call without a second prompt.
+// meanwhile completes the call without a second prompt. A handler that
+// held the request itself (connect.Step, connect.Service.HoldRetry: it
+// kept the stream alive while waiting for the page) is not polled: its
+// one wait is the whole hold, and the user is asked again at once, so an
+// early accept is held for one wait, not one per poll.
 func (b *bridge) answer(ctx context.Context, c *call, reqs map[string]mcp.InputRequest, prev map[string]pendingURL) (map[string]json.RawMessage, map[string]pendingURL, error) {
 	keys := make([]string, 0, len(reqs))
 	for k := range reqs {
@@ -272,7 +285,7 @@ func (b *bridge) answer(ctx context.Context, c *call, reqs map[string]mcp.InputR
 				return nil, nil, err
 			}
 			if p.IsURL() {
-				if pu, ok := prev[k]; ok && pu.url == p.URL && pu.polls < b.opts.URLPolls {
+				if pu, ok := prev[k]; ok && pu.url == p.URL && pu.polls < b.opts.URLPolls && !c.held.Load() {
 					if !polled {
 						// A handler that waited for the page itself (and
 						// woke when it was finished) has used the pause.

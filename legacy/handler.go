@@ -32,7 +32,10 @@
 //   - after an accept whose page is not finished yet (the handler asks the
 //     same URL again), the bridge first polls by calling the handler again
 //     with the same accept a few times (Options.URLPolls, Options.URLPoll
-//     apart) before it asks the user again;
+//     apart) before it asks the user again — unless the handler held the
+//     request itself while waiting for the page (it kept it alive, as
+//     connect.Step does): then that one wait is the whole hold, and the
+//     user is asked again as soon as it ends;
 //   - a request that needs a capability the client did not declare gets the
 //     same JSON-RPC error as a 2026 client (-32021, the same message and
 //     data.requiredCapabilities), inside the session's response. -32021 lies
@@ -133,6 +136,8 @@ type Options struct {
 	// URLPolls is how often, after an accepted URL-mode elicitation whose
 	// page is not finished, the handler is called again with the same
 	// accept before the user is asked again; 0 means 3, negative none.
+	// A handler that held the request while waiting for the page is not
+	// polled (see Handler).
 	URLPolls int
 	// URLPoll is the pause before each such poll; 0 means 1 second.
 	URLPoll time.Duration

@@ -236,3 +236,49 @@ func TestLegacyURLWaits(t *testing.T) {
 		t.Fatalf("asked %d times, want once", n)
 	}
 }
+
+// A 2025 client's early accept is held for one --url-wait in all, not one
+// per bridge poll: when the step's wait ends with the page unfinished, the
+// user is asked again at once (two connect_billing rounds before the second
+// question: the first call and the one held retry).
+func TestLegacyURLWaitHeldOnce(t *testing.T) {
+	audit := &syncBuffer{}
+	e := newEnvWith(t, func(c *config) { c.urlWait = 100 * time.Millisecond; c.auditOut = audit })
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	rounds := func() int {
+		n := 0
+		for _, l := range auditLines(t, audit.String()) {
+			if l.Msg == "mcp_round" && l.Name == billing.ToolName {
+				n++
+			}
+		}
+		return n
+	}
+	var asked atomic.Int32
+	var before int
+	client := sdk.NewClient(&sdk.Implementation{Name: "gosdk-2025", Version: "v1.8.0"}, &sdk.ClientOptions{
+		Capabilities: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{URL: &sdk.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			if asked.Add(1) == 1 {
+				return &sdk.ElicitResult{Action: "accept"}, nil // before the page, which is never finished
+			}
+			before = rounds()
+			return &sdk.ElicitResult{Action: "decline"}, nil
+		},
+	})
+	cs, err := client.Connect(ctx, e.gosdkTransport("alice", http.DefaultTransport), &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	params := &sdk.CallToolParams{Name: billing.ToolName, Arguments: map[string]any{}}
+	params.SetProgressToken("held-once")
+	res, err := cs.CallTool(ctx, params)
+	if err != nil || !res.IsError || toolText(t, res) != billing.TextDeclined {
+		t.Fatalf("result: %v %+v", err, res)
+	}
+	if asked.Load() != 2 || before != 2 {
+		t.Fatalf("asked %d times; %d rounds before the second question, want 2 (the first call, one held retry)", asked.Load(), before)
+	}
+}
