@@ -420,3 +420,26 @@ func TestStepRequiresPrincipal(t *testing.T) {
 	step.Register(srv3, &mcp.Tool{Name: stepTool})
 	streamhttp.NewHandler(srv3, &streamhttp.Options{Auth: auth.DemoBearer{Realm: "t"}})
 }
+
+// EndWaits (the server shutting down) answers a held retry at once with
+// the same question, and later accepts are not held at all.
+func TestStepEndWaits(t *testing.T) {
+	e := newStepEnv(t, time.Hour)
+	c := e.client(accepting, nil)
+	ir := e.first(c)
+	link := elicitParams(t, ir).URL
+	resp := e.rawAccept(ir, "application/json, text/event-stream")
+	rd := bufio.NewReader(resp.Body)
+	if line, err := rd.ReadString('\n'); err != nil || line != ": keep-alive\n" {
+		t.Fatalf("first line %q, %v; want the retry held", line, err)
+	}
+	e.svc.EndWaits()
+	rest, _ := io.ReadAll(rd)
+	if !strings.Contains(string(rest), `"resultType":"input_required"`) || !strings.Contains(string(rest), link) {
+		t.Fatalf("held retry after EndWaits: %s", rest)
+	}
+	_, again := e.answer(c, ir, mcp.ActionAccept) // would be held an hour
+	if p := elicitParams(t, again); p.URL != link || p.Message != e.texts().Pending {
+		t.Fatalf("accept after EndWaits: %q %q", p.URL, p.Message)
+	}
+}

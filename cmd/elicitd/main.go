@@ -441,6 +441,9 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 		a.onShutdown = append(a.onShutdown, func() { _ = mcpHandler.Close() })
 		handle("/mcp", mcpHandler)
 	}
+	// Held URL-step retries are answered at once (input_required, the same
+	// question) so the shutdown does not wait out --url-wait.
+	a.onShutdown = append(a.onShutdown, flows.EndWaits)
 	handle("/ui/", flows.Handler())
 	handle("/connect/", flows.Handler())
 	for pattern, h := range authn.routes {

@@ -3,12 +3,14 @@
 package main
 
 import (
+	"bufio"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -155,4 +157,58 @@ func shutdownLines(log string) (mainLines, metricsLines int) {
 		}
 	}
 	return mainLines, metricsLines
+}
+
+// TestSIGTERMAnswersHeldRetry: a connect_billing retry held by --url-wait
+// (5 minutes) when SIGTERM arrives is answered at once with the same
+// question (input_required, the same link), so the client can retry
+// elsewhere, and elicitd exits 0 without waiting out --shutdown-timeout.
+func TestSIGTERMAnswersHeldRetry(t *testing.T) {
+	dir, bin := buildElicitd(t)
+	addr := freeLoopbackAddr(t)
+	proc := startProcess(t, bin, environWithoutElicit(), "--addr", addr, "--data", filepath.Join(dir, "data"),
+		"--audit-log", "off", "--url-wait", "5m", "--shutdown-timeout", "1m", "--shutdown-grace", "0")
+	post := func(body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("POST", "http://"+addr+"/mcp", strings.NewReader(body))
+		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+			"MCP-Protocol-Version": "2026-07-28", "Authorization": "Bearer alice", "Mcp-Method": "tools/call", "Mcp-Name": "connect_billing"} {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	first, _ := io.ReadAll(post(callBody(1, "connect_billing", "", metaURL)).Body)
+	state, link := fieldOf(string(first), "requestState"), fieldOf(string(first), "url")
+	if state == "" || link == "" {
+		t.Fatalf("first call: %s", first)
+	}
+	held := post(callBody(2, "connect_billing", answer("accept", state), metaURL))
+	rd := bufio.NewReader(held.Body)
+	if line, err := rd.ReadString('\n'); err != nil || line != ": keep-alive\n" {
+		t.Fatalf("held retry: %q %v (want an SSE keep-alive: the server holds it)", line, err)
+	}
+	if err := proc.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(rd)
+	if !strings.Contains(string(rest), `"resultType":"input_required"`) || fieldOf(string(rest), "url") != link {
+		t.Fatalf("held retry at shutdown: %s", rest)
+	}
+	if err := proc.wait(); err != nil || proc.cmd.ProcessState.ExitCode() != 0 || strings.Contains(proc.out.String(), "did not finish") {
+		t.Fatalf("elicitd exit: %v (code %d)\n%s", err, proc.cmd.ProcessState.ExitCode(), proc.out.String())
+	}
+}
+
+// fieldOf returns the first JSON string field name's value in s.
+func fieldOf(s, name string) string {
+	m := regexp.MustCompile(`"` + regexp.QuoteMeta(name) + `":"([^"]*)"`).FindStringSubmatch(s)
+	if m == nil {
+		return ""
+	}
+	return m[1]
 }
