@@ -20,6 +20,14 @@ const (
 	FlowCancelled = "cancelled"
 )
 
+// FlowAccepted is the answer AnswerFlow records when the client accepted
+// a flow whose page was finished.
+const FlowAccepted = "accepted"
+
+// answeredOpPrefix names the ledger operation that records the first
+// answer to a finished flow; the rest is the flow id.
+const answeredOpPrefix = "connect_flow_answered."
+
 // closedOpPrefix names the ledger operation that records how a flow was
 // closed; the rest is the flow id.
 const closedOpPrefix = "connect_flow_closed."
@@ -72,6 +80,47 @@ func (s *Service) ClosedOutcome(ctx context.Context, id string) (string, error) 
 		return "", nil
 	case err != nil:
 		return "", fmt.Errorf("connect: closed flow: %w", err)
+	}
+	return op.Outcome, nil
+}
+
+// AnswerFlow records answer (FlowAccepted, FlowDeclined or FlowCancelled)
+// as the client's answer to f, a flow whose page was finished, unless an
+// answer is recorded already, and returns the answer that holds: the first
+// one recorded. One operation has one outcome, so a replayed retry with
+// another answer gets the first one's result (and the audit trail shows
+// that outcome again). The record stays in the ledger after the flow is
+// swept.
+func (s *Service) AnswerFlow(ctx context.Context, f *store.Flow, answer string) (string, error) {
+	switch answer {
+	case FlowAccepted, FlowDeclined, FlowCancelled:
+	default:
+		return "", fmt.Errorf("connect: AnswerFlow: answer %q is not %q, %q or %q", answer, FlowAccepted, FlowDeclined, FlowCancelled)
+	}
+	if recorded, err := s.AnsweredOutcome(ctx, f.ID); err != nil || recorded != "" {
+		return recorded, err
+	}
+	op := &store.Operation{ID: answeredOpPrefix + f.ID, Principal: f.Principal, Name: "connect answer " + f.Purpose,
+		Outcome: answer, CompletedAt: s.now()}
+	err := s.store.CompleteOperation(ctx, op, nil)
+	if errors.Is(err, store.ErrConflict) {
+		return s.AnsweredOutcome(ctx, f.ID) // a concurrent retry answered first
+	}
+	if err != nil {
+		return "", fmt.Errorf("connect: record flow answer: %w", err)
+	}
+	return answer, nil
+}
+
+// AnsweredOutcome returns the answer AnswerFlow recorded for the flow id,
+// or "" if none was.
+func (s *Service) AnsweredOutcome(ctx context.Context, id string) (string, error) {
+	op, err := s.store.GetOperation(ctx, answeredOpPrefix+id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("connect: flow answer: %w", err)
 	}
 	return op.Outcome, nil
 }

@@ -57,7 +57,10 @@ const DefaultWait = 30 * time.Second
 //     answers, gets the same result again (a refusal is final, ELI-S-08);
 //     calling the tool again starts afresh. Were the page
 //     finished before the refusal arrived, the result says that what was
-//     entered is kept.
+//     entered is kept;
+//   - once the page is finished, the first answer (accept, decline or
+//     cancel) is recorded (Service.AnswerFlow) and answers every replay of
+//     that requestState: one operation, one outcome.
 //
 // Lifetimes, one rule: the link is the flow, and lives FlowTTL
 // (DefaultFlowTTL, the requestState's default life); every answer
@@ -273,10 +276,10 @@ func (s *Step) retry(ctx context.Context, req *mcpserver.Request, t StepTexts) (
 	}
 	ans := req.Elicitation(s.inputKey())
 	switch {
+	case flow.Status == store.FlowComplete:
+		return s.finishedResult(ctx, req, flow, ans.Outcome, t)
 	case ans.Outcome == elicit.Declined || ans.Outcome == elicit.Cancelled:
 		return s.decline(ctx, req, flow, ans.Outcome, t)
-	case flow.Status == store.FlowComplete:
-		return s.connectedResult(ctx, req.Principal, t)
 	case !s.Flows.Pending(flow):
 		return s.start(ctx, req, t.Expired+t.Ask)
 	case ans.Outcome == elicit.Accepted && s.Wait >= 0:
@@ -285,19 +288,16 @@ func (s *Step) retry(ctx context.Context, req *mcpserver.Request, t StepTexts) (
 	return s.ask(flow, t.Pending), nil
 }
 
-// decline records a decline or cancel of an open flow; a flow the page
-// finished first keeps its connection.
+// decline records a decline or cancel of an open flow; once the page has
+// finished the flow, the first answer recorded for it wins.
 func (s *Step) decline(ctx context.Context, req *mcpserver.Request, flow *store.Flow, answer elicit.Outcome, t StepTexts) (mcpserver.Reply, error) {
-	if flow.Status == store.FlowComplete {
-		return s.keptResult(answer, t), nil
-	}
 	outcome := FlowDeclined
 	if answer == elicit.Cancelled {
 		outcome = FlowCancelled
 	}
 	outcome, err := s.Flows.CloseFlow(ctx, flow, outcome)
 	if errors.Is(err, store.ErrConflict) {
-		return s.keptResult(answer, t), nil // the page won the race
+		return s.finishedResult(ctx, req, flow, answer, t) // the page won the race
 	}
 	if err != nil {
 		return nil, err
@@ -322,7 +322,7 @@ func (s *Step) held(ctx context.Context, req *mcpserver.Request, flow *store.Flo
 	}
 	switch {
 	case flow.Status == store.FlowComplete:
-		return s.connectedResult(ctx, req.Principal, t)
+		return s.finishedResult(ctx, req, flow, elicit.Accepted, t)
 	case !s.Flows.Pending(flow):
 		return s.start(ctx, req, t.Expired+t.Ask)
 	}
@@ -366,13 +366,35 @@ func (s *Step) closedResult(req *mcpserver.Request, outcome string, t StepTexts)
 	return mcpserver.ToolError(t.Declined)
 }
 
-// keptResult answers a decline or cancel that came after the page was
-// finished: the secret stays, and the result says so.
-func (s *Step) keptResult(o elicit.Outcome, t StepTexts) mcpserver.Reply {
-	if o == elicit.Cancelled {
-		return mcpserver.ToolError(t.CancelledKept)
+// flowAnswers are the answers Service.AnswerFlow records.
+var flowAnswers = map[elicit.Outcome]string{elicit.Accepted: FlowAccepted, elicit.Declined: FlowDeclined, elicit.Cancelled: FlowCancelled}
+
+// finishedResult answers o, an answer to flow whose page was finished:
+// the first answer recorded for the flow (Service.AnswerFlow) decides, so
+// every replay of the state gets the same result and round outcome.
+// Declined and cancelled keep the secret, and the result says so.
+func (s *Step) finishedResult(ctx context.Context, req *mcpserver.Request, flow *store.Flow, o elicit.Outcome, t StepTexts) (mcpserver.Reply, error) {
+	var recorded string
+	var err error
+	if answer, ok := flowAnswers[o]; ok {
+		recorded, err = s.Flows.AnswerFlow(ctx, flow, answer)
+	} else {
+		recorded, err = s.Flows.AnsweredOutcome(ctx, flow.ID) // no answer: say what is recorded, or connected
 	}
-	return mcpserver.ToolError(t.DeclinedKept)
+	if err != nil {
+		return nil, err
+	}
+	switch recorded {
+	case FlowCancelled:
+		req.ReportOutcome(mcpserver.OutcomeCancelled)
+		return mcpserver.ToolError(t.CancelledKept), nil
+	case FlowDeclined:
+		req.ReportOutcome(mcpserver.OutcomeDeclined)
+		return mcpserver.ToolError(t.DeclinedKept), nil
+	case FlowAccepted:
+		req.ReportOutcome(mcpserver.OutcomeAccepted)
+	}
+	return s.connectedResult(ctx, req.Principal, t)
 }
 
 // start refuses a client without URL mode before creating anything it

@@ -68,7 +68,8 @@ func TestAuditStream(t *testing.T) {
 	keep := func(r *mcpResponse) *mcpResponse { states = append(states, r.state()); return r }
 
 	// Billing: asked, accepted too early (pending), bob on alice's page,
-	// the key typed, accepted, then declined and cancelled on that state.
+	// the key typed, accepted, then declined and cancelled on that state:
+	// replays, which get the first answer's result and outcome.
 	round(e.mcp("alice", "tools/call", billing.ToolName, callBody(6, billing.ToolName, "", metaForm)), "capability_missing").wantError(t, 400, -32021)
 	first := keep(round(e.connect(1, "alice", ""), "input_required"))
 	_, _, link := first.elicitation(t)
@@ -82,8 +83,8 @@ func TestAuditStream(t *testing.T) {
 		t.Fatalf("key POST: %d", status)
 	}
 	round(e.connect(3, "alice", answer("accept", first.state())), "accepted").wantComplete(t, false, billing.TextConnected)
-	round(e.connect(4, "alice", answer("decline", first.state())), "declined")
-	round(e.connect(5, "alice", answer("cancel", first.state())), "cancelled")
+	round(e.connect(4, "alice", answer("decline", first.state())), "accepted").wantComplete(t, false, billing.TextConnected)
+	round(e.connect(5, "alice", answer("cancel", first.state())), "accepted").wantComplete(t, false, billing.TextConnected)
 	tampered := first.state()[:len(first.state())-6] + "AAAAAA"
 	round(e.connect(7, "alice", answer("accept", tampered)), "invalid_state").wantError(t, 400, -32602)
 

@@ -282,3 +282,49 @@ func TestLegacyURLWaitHeldOnce(t *testing.T) {
 		t.Fatalf("asked %d times; %d rounds before the second question, want 2 (the first call, one held retry)", asked.Load(), before)
 	}
 }
+
+// Once the page is finished, the first answer recorded for the operation
+// wins: the same requestState replayed with cancel, accept and decline gets
+// the first one's result every time, and the audit shows one outcome.
+func TestURLStepFinishedFirstAnswerWins(t *testing.T) {
+	for _, tc := range []struct {
+		first   string
+		text    string
+		isError bool
+		outcome string
+	}{
+		{"cancel", billing.TextCancelledKept, true, "cancelled"},
+		{"accept", billing.TextConnected, false, "accepted"},
+		{"decline", billing.TextDeclinedKept, true, "declined"},
+	} {
+		t.Run(tc.first, func(t *testing.T) {
+			audit := &syncBuffer{}
+			e := newEnvWith(t, func(c *config) { c.auditOut = audit })
+			first := e.connect(1, "alice", "")
+			_, _, link := first.elicitation(t)
+			e.connectBrowserStep(t, link)
+			order := []string{tc.first}
+			for _, a := range []string{"cancel", "accept", "decline"} {
+				if a != tc.first {
+					order = append(order, a)
+				}
+			}
+			for i, a := range order {
+				r := e.connect(2+i, "alice", answer(a, first.state()))
+				if r.resultType() != "complete" || r.isError() != tc.isError || r.text() != tc.text {
+					t.Fatalf("%s after the page (first answer %s): %s", a, tc.first, r.Raw)
+				}
+			}
+			var outcomes []string
+			for _, l := range auditLines(t, audit.String()) {
+				if l.Msg == "mcp_round" && l.Name == billing.ToolName {
+					outcomes = append(outcomes, l.Outcome)
+				}
+			}
+			want := "input_required " + strings.Repeat(tc.outcome+" ", 3)
+			if got := strings.Join(outcomes, " ") + " "; got != want {
+				t.Fatalf("audit outcomes %q, want %q", got, want)
+			}
+		})
+	}
+}
