@@ -59,6 +59,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/mcp-elicit/elicit/check"
 	"github.com/mcp-elicit/elicit/internal/termtext"
 )
 
@@ -344,8 +345,15 @@ func (o *options) setServer(command string, after []string) error {
 		return errors.New("--url is required")
 	case o.noLogin && o.clientID != "":
 		return errors.New("--client-id is for signing in, which --no-login forbids")
-	case !isHTTPURL(o.url):
-		return fmt.Errorf("--url %q is not an http(s) URL such as http://127.0.0.1:3000/mcp", o.url)
+	}
+	// A password in --url is never printed (check.Config.Redact masks it),
+	// and never sent: net/http would send it as HTTP Basic credentials.
+	cfg := &check.Config{URL: o.url}
+	if cfg.HasUserinfo() {
+		return fmt.Errorf("--url %q carries a user name or password; MCP servers take a bearer token: put credentials in --token", cfg.Redact(o.url))
+	}
+	if !isHTTPURL(o.url) {
+		return fmt.Errorf("--url %q is not an http(s) URL such as http://127.0.0.1:3000/mcp", cfg.Redact(o.url))
 	}
 	return nil
 }

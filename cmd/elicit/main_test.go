@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -206,5 +207,29 @@ func TestTextShownAsText(t *testing.T) {
 	got := b.String()
 	if strings.Count(got, label) != 3 || strings.Contains(got, `\u0026`) || strings.Contains(got, `\u003e`) {
 		t.Errorf("text not shown as text:\n%s", got)
+	}
+}
+
+// call and tools refuse a --url with userinfo, as check does, and never
+// print the password: net/http would send it as Basic credentials.
+func TestURLUserinfoRefused(t *testing.T) {
+	for _, tc := range []struct{ name, url string }{
+		{"password", "http://al:secretpw@127.0.0.1:3000/mcp"},
+		{"escaped password", "http://al:secret%70w@127.0.0.1:3000/mcp"},
+		{"user name only", "http://secretpw@127.0.0.1:3000/mcp"},
+	} {
+		for _, args := range [][]string{{"call", "connect_billing"}, {"tools"}} {
+			t.Run(tc.name+"/"+args[0], func(t *testing.T) {
+				var stdout, stderr bytes.Buffer
+				code := run(t.Context(), append(args, "--url", tc.url, "--token", "alice"), strings.NewReader(""), &stdout, &stderr)
+				out := stdout.String() + stderr.String()
+				if code != exitUsage || !strings.Contains(out, "carries a user name or password") {
+					t.Fatalf("exit %d, want %d with the reason:\n%s", code, exitUsage, out)
+				}
+				if strings.Contains(out, "secretpw") || strings.Contains(out, "secret%70w") {
+					t.Fatalf("the password is printed:\n%s", out)
+				}
+			})
+		}
 	}
 }
