@@ -28,6 +28,9 @@ type effectServer struct {
 	states map[string]string // state → user + " " + tool
 	done   map[string]string // state → recorded result text
 	sends  int               // effects: accepted "send" or "mixed" operations
+	// sentOnce: "once" (one draft: send it and it is gone) was sent; a
+	// new call then answers "already sent" without asking.
+	sentOnce bool
 }
 
 func (s *effectServer) start(t *testing.T) string {
@@ -65,7 +68,7 @@ func (s *effectServer) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case mcp.MethodToolsList:
 		reply(`{"resultType":"complete","tools":[{"name":"send","inputSchema":{"type":"object"}},{"name":"link","inputSchema":{"type":"object"}},` +
-			`{"name":"mixed","inputSchema":{"type":"object"}}],"ttlMs":0,"cacheScope":"private"}`)
+			`{"name":"mixed","inputSchema":{"type":"object"}},{"name":"once","inputSchema":{"type":"object"}}],"ttlMs":0,"cacheScope":"private"}`)
 		return
 	}
 	s.mu.Lock()
@@ -83,10 +86,14 @@ func (s *effectServer) serve(w http.ResponseWriter, r *http.Request) {
 		s.states[st] = user + " " + p.Name
 		const form = `"confirm":{"method":"elicitation/create","params":{"mode":"form","message":"Send?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}}}`
 		const link = `"page":{"method":"elicitation/create","params":{"mode":"url","message":"Open","url":"https://example.com/page","elicitationId":"e1"}}`
-		reqs := map[string]string{"send": form, "link": link, "mixed": form + "," + link}[p.Name]
+		reqs := map[string]string{"send": form, "once": form, "link": link, "mixed": form + "," + link}[p.Name]
 		reply(fmt.Sprintf(`{"resultType":"input_required","requestState":%q,"inputRequests":{%s}}`, st, reqs))
 	}
 	if p.RequestState == nil {
+		if p.Name == "once" && s.sentOnce {
+			reply(complete("Already sent; not sent again.", true))
+			return
+		}
 		ask()
 		return
 	}
@@ -115,8 +122,9 @@ func (s *effectServer) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case actions["confirm"] == "decline" || actions["page"] == "decline", actions["confirm"] == "cancel" || actions["page"] == "cancel":
 		reply(complete("Nothing was sent: you said no.", true))
-	case p.Name == "send" && actions["confirm"] == "accept":
+	case (p.Name == "send" || p.Name == "once") && actions["confirm"] == "accept":
 		s.sends++
+		s.sentOnce = s.sentOnce || p.Name == "once"
 		s.done[st] = fmt.Sprintf("Sent, as send number %d.", s.sends)
 		reply(complete(s.done[st], false))
 	default:
@@ -184,6 +192,35 @@ func TestEffectsWhenAllowed(t *testing.T) {
 	for _, id := range []string{CaseFormInvalid, CaseReplayCompleted} {
 		if r := rep.Result(id); r.Verdict != Pass {
 			t.Errorf("allowed %s: %s (%s)", id, r.Verdict, r.Observed)
+		}
+	}
+}
+
+// TestEffectsLast: with AllowEffects, against a tool whose effect can
+// happen once (a draft that is gone once sent), the answer that completes
+// the tool is sent last: every other case runs while the draft is unsent,
+// the effect happens once, and the cases that need it still run.
+func TestEffectsLast(t *testing.T) {
+	srv := &effectServer{}
+	url := srv.start(t)
+	rep, err := Run(context.Background(), Config{URL: url, Tool: "once", Token: "alice", OtherToken: "bob", AllowEffects: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srv.sends != 1 || len(rep.Effects.Completed) != 1 {
+		t.Errorf("%d sends, %d completed in the report; want 1", srv.sends, len(rep.Effects.Completed))
+	}
+	for _, r := range rep.Results {
+		if r.Verdict == CouldNotTest || r.Verdict == Fail || r.Verdict == NotRun {
+			if r.ID == CaseReplayOtherTool {
+				continue // no read-only tool to replay against
+			}
+			t.Errorf("%s: %s (%s)", r.ID, r.Verdict, r.Observed)
+		}
+	}
+	for _, id := range []string{CaseFormInvalid, CaseReplayCompleted} {
+		if r := rep.Result(id); r.Verdict != Pass {
+			t.Errorf("%s: %s, want pass (%s)", id, r.Verdict, r.Observed)
 		}
 	}
 }

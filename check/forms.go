@@ -35,7 +35,7 @@ func (c *checker) caseFormInvalid(ctx context.Context) Result {
 	if c.acceptWithheld {
 		return c.notRun("a refusal of an invalid answer proves something only next to a valid answer that was accepted")
 	}
-	if c.controlOut == nil || c.control != answerGood {
+	if !c.acceptDeferred && (c.controlOut == nil || c.control != answerGood) {
 		return Result{Verdict: CouldNotTest, Observed: "a valid form answer did not move the call on, so a refusal of an invalid one proves nothing" + strings.TrimPrefix(" ("+c.controlWhy+")", " ()")}
 	}
 	var seen []string

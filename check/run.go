@@ -84,6 +84,9 @@ type checker struct {
 	// acceptWithheld: the control is not accept because accepting could
 	// have completed the tool (Config.AllowEffects false).
 	acceptWithheld bool
+	// acceptDeferred: accepting completes the tool and Config.AllowEffects
+	// allows it; it is sent last (runDeferred), once.
+	acceptDeferred bool
 	// eff counts what the calls did (the report's Effects), and
 	// completedStates the result of each state whose retry completed, so a replay is not counted as another operation.
 	eff             *Effects
@@ -140,8 +143,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	c.findControl(ctx)
 	c.findChangedArgs(ctx)
+	results := make(map[string]Result, len(cases))
 	for _, k := range cases {
-		res := k.run(c, ctx)
+		if c.acceptDeferred && deferredCases[k.id] {
+			continue
+		}
+		results[k.id] = k.run(c, ctx)
+	}
+	if c.acceptDeferred {
+		results[CaseFormInvalid], results[CaseReplayCompleted] = c.runDeferred(ctx)
+	}
+	for _, k := range cases {
+		res := results[k.id]
 		res.ID, res.Expectation = k.id, k.expect
 		rep.add(res)
 	}
@@ -278,16 +291,29 @@ func (c *checker) genuine(ctx context.Context, op *outcome, args json.RawMessage
 	return c.retry(ctx, c.a, args, answers(op, c.control), op.state)
 }
 
+// deferredCases need an operation completed with accept; with
+// Config.AllowEffects, when accepting completes the tool, they run last
+// (runDeferred), so the tool's effect happens once, after every other case
+// has had the tool as it was (a draft still unsent, say).
+var deferredCases = map[string]bool{CaseFormInvalid: true, CaseReplayCompleted: true}
+
 // findControl finds the answer whose genuine retry moves the call on:
 // accept first, then decline, then cancel. Refusals of altered requests
 // are evidence only when the unaltered request was accepted. An answer
-// that could complete the tool is not tried without Config.AllowEffects.
+// that could complete the tool is not tried without Config.AllowEffects;
+// with it, such an accept is deferred to the end (runDeferred) and the
+// other cases use decline or cancel, as without it.
 func (c *checker) findControl(ctx context.Context) {
 	var tried []string
 	for _, k := range []answerKind{answerGood, answerDecline, answerCancel} {
 		if c.withheld(c.first, k) {
 			c.acceptWithheld = c.acceptWithheld || k == answerGood
 			tried = append(tried, k.String()+" not sent: it could complete the tool (--allow-effects)")
+			continue
+		}
+		if k == answerGood && couldComplete(c.first, k) {
+			c.acceptDeferred = true
+			tried = append(tried, k.String()+" sent last: it completes the tool")
 			continue
 		}
 		op, why := c.startAsk(ctx, c.args)
@@ -313,9 +339,12 @@ func (c *checker) findControl(ctx context.Context) {
 // cancelling an elicitation cannot complete a safe server's operation;
 // sampling and roots requests get a plain answer whatever k is.
 func (c *checker) withheld(op *outcome, k answerKind) bool {
-	if c.cfg.AllowEffects {
-		return false
-	}
+	return !c.cfg.AllowEffects && couldComplete(op, k)
+}
+
+// couldComplete reports whether answering every request of op with k
+// could complete the tool (see withheld).
+func couldComplete(op *outcome, k answerKind) bool {
 	elicits, urls := 0, 0
 	for _, r := range op.requests {
 		switch r.mode() {
@@ -975,7 +1004,36 @@ func (c *checker) caseReplayCompleted(ctx context.Context) Result {
 	if op == nil {
 		return res
 	}
-	r1 := c.genuine(ctx, op, c.args)
+	return c.replayCompleted(ctx, op, c.genuine(ctx, op, c.args))
+}
+
+// runDeferred runs, last, the cases that need an operation completed with
+// accept when accepting completes the tool (Config.AllowEffects): first
+// the invalid form answers (a safe server refuses them: no effect), then
+// one genuine accept — the tool's one effect, which is also the evidence
+// that a valid answer moves the call on — and the replay of that very
+// operation.
+func (c *checker) runDeferred(ctx context.Context) (formInvalid, replay Result) {
+	formInvalid = c.caseFormInvalid(ctx)
+	op, why := c.startAsk(ctx, c.args)
+	if op == nil {
+		r := Result{Verdict: CouldNotTest, Observed: why}
+		if formInvalid.Verdict == Pass {
+			formInvalid = r
+		}
+		return formInvalid, r
+	}
+	r1 := c.retry(ctx, c.a, c.args, answers(op, answerGood), op.state)
+	if !r1.advanced(op) && formInvalid.Verdict == Pass {
+		formInvalid = Result{Verdict: CouldNotTest, Observed: "no genuine answer moved the call on with accept (" + r1.String() + "), so a refusal of an invalid form answer proves nothing"}
+	}
+	c.control, c.controlOut = answerGood, r1
+	return formInvalid, c.replayCompleted(ctx, op, r1)
+}
+
+// replayCompleted replays op, whose genuine retry got r1, and judges the
+// replay.
+func (c *checker) replayCompleted(ctx context.Context, op, r1 *outcome) Result {
 	if !r1.complete {
 		return Result{Verdict: CouldNotTest, Observed: "the genuine retry did not complete (" + r1.String() + "); the checker cannot finish the operation"}
 	}
