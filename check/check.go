@@ -409,7 +409,11 @@ const (
 // "user:password", as "<basic-credentials>"), also in their URL-escaped
 // spellings: a server may echo the Authorization header.
 // Values shorter than three characters are left: replacing them would
-// garble every word, and they guard nothing.
+// garble every word, and they guard nothing. A token shorter than
+// MinMaskedToken (a demo token such as a user name) is masked only where
+// it stands as a credential, after "Bearer ": masked everywhere, it
+// would garble the text it also occurs in (a label "hu6 label" shown as
+// "<token> label").
 func (cfg *Config) Redact(s string) string {
 	info, masked, ok := userinfo(cfg.URL)
 	var pws, basic []string
@@ -437,7 +441,14 @@ func (cfg *Config) Redact(s string) string {
 		basic = append(basic, up, strings.TrimRight(up, "="))
 	}
 	type secret struct{ value, as string }
-	secrets := []secret{{cfg.Token, "<token>"}, {cfg.OtherToken, "<other-token>"}}
+	var secrets []secret
+	for _, t := range []secret{{cfg.Token, "<token>"}, {cfg.OtherToken, "<other-token>"}} {
+		if len(t.value) >= MinMaskedToken {
+			secrets = append(secrets, t)
+		} else if len(t.value) >= 3 {
+			s = maskBearer(s, t.value, t.as)
+		}
+	}
 	for _, b := range basic {
 		secrets = append(secrets, secret{b, "<basic-credentials>"})
 	}
@@ -451,6 +462,21 @@ func (cfg *Config) Redact(s string) string {
 		for _, v := range []string{t.value, url.QueryEscape(t.value), url.PathEscape(t.value)} {
 			s = strings.ReplaceAll(s, v, t.as)
 		}
+	}
+	return s
+}
+
+// MinMaskedToken is the length from which Config.Redact masks a token
+// wherever it occurs. Real bearer tokens are far longer (an opaque OAuth
+// token, a JWT); a shorter one is a demo token, masked only after
+// "Bearer ".
+const MinMaskedToken = 8
+
+// maskBearer replaces value where it follows "Bearer " (as the
+// Authorization header spells it, or in lower or upper case) in s.
+func maskBearer(s, value, as string) string {
+	for _, p := range []string{"Bearer ", "bearer ", "BEARER "} {
+		s = strings.ReplaceAll(s, p+value, p+as)
 	}
 	return s
 }

@@ -462,3 +462,20 @@ func FuzzUserinfo(f *testing.F) {
 		}
 	})
 }
+
+// TestRedactShortToken: a token shorter than MinMaskedToken (a demo token)
+// is masked only where it stands as a credential, so text that merely
+// contains it (a label) is not garbled; a long token is masked anywhere.
+func TestRedactShortToken(t *testing.T) {
+	for _, tc := range []struct{ token, in, want string }{
+		{"hu6", `labelled "hu6 label"`, `labelled "hu6 label"`},
+		{"hu6", "bad token Bearer hu6 (bearer hu6)", "bad token Bearer <token> (bearer <token>)"},
+		{"alice", "alice's draft; Authorization: Bearer alice", "alice's draft; Authorization: Bearer <token>"},
+		{"SuperSecret99", `labelled "SuperSecret99 label", Bearer SuperSecret99`, `labelled "<token> label", Bearer <token>`},
+	} {
+		cfg := Config{URL: "http://127.0.0.1:3000/mcp", Token: tc.token}
+		if got := cfg.Redact(tc.in); got != tc.want {
+			t.Errorf("token %q: Redact(%q) = %q, want %q", tc.token, tc.in, got, tc.want)
+		}
+	}
+}

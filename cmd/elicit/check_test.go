@@ -80,7 +80,7 @@ func TestCheckUnsafeServer(t *testing.T) {
 	} {
 		t.Run(tc.tool, func(t *testing.T) {
 			code, out, errOut := elicit(t, "", "check", "--url", endpoint, "--tool", tc.tool,
-				"--args", `{"project":"demo"}`, "--token", "alice", "--other-token", "bob", "--allow-effects", "--json")
+				"--args", `{"project":"demo"}`, "--token", "alice-token", "--other-token", "bob-token", "--allow-effects", "--json")
 			if code != exitToolError {
 				t.Fatalf("exit %d, want %d; stderr: %s", code, exitToolError, errOut)
 			}
@@ -99,6 +99,8 @@ func TestCheckUnsafeServer(t *testing.T) {
 				if r.Verdict != w {
 					t.Errorf("%s: %s, want %s; observed: %s", r.ID, r.Verdict, w, r.Observed)
 				}
+				// Tokens of check.MinMaskedToken characters or more are never
+				// shown, even where the server echoes them.
 				if strings.Contains(r.Observed, "alice") || strings.Contains(r.Observed, "bob") {
 					t.Errorf("%s: a token in the report: %s", r.ID, r.Observed)
 				}
