@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mcp-elicit/elicit/elicit"
 	"github.com/mcp-elicit/elicit/mcp"
@@ -405,6 +406,11 @@ func titleOf(p *elicit.Property, v string) string {
 // message instead when the line cannot be read as one; the schema's own
 // rules are checked afterwards (form.problem).
 func parseAnswer(p *elicit.Property, line string) (any, string) {
+	if !utf8.ValidString(line) {
+		// JSON would carry it as U+FFFD: the server would store other
+		// text than the review showed.
+		return nil, "this is not valid UTF-8 text (check the terminal's encoding); type it again"
+	}
 	t := strings.TrimSpace(line)
 	switch p.Type {
 	case "string":

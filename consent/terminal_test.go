@@ -93,6 +93,9 @@ func TestFormLineMode(t *testing.T) {
 		{name: "a plain word at a field is an answer", input: "cancel\n:cancel\n", action: "cancel", out: []string{"Email (email): must be an email address"}},
 		{name: "cancel at a field", input: "bob@example.com\n:cancel\n", action: "cancel"},
 		{name: "end of input is cancel", input: "bob@example.com\n", action: "cancel"},
+		{name: "invalid UTF-8 is asked again", input: "bob@example.com\n\n\n\n\n\n\n\n\nab\xffcd\nabcd\nsubmit\n", action: "accept",
+			content: map[string]any{"email": "bob@example.com", "count": 3.0, "notify": true, "detail": "summary", "days": []string{"mon"}, "label": "abcd"},
+			out:     []string{"Label: this is not valid UTF-8 text"}},
 		{name: "a required field cannot be skipped", input: "\n\n:cancel\n", action: "cancel", out: []string{"Email (email): missing; it is required"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
