@@ -18,6 +18,8 @@ import (
 const (
 	FlowDeclined  = "declined"
 	FlowCancelled = "cancelled"
+	// FlowDenied: the third party (an OAuthProvider) did not grant access.
+	FlowDenied = "denied"
 )
 
 // FlowAccepted is the answer AnswerFlow records when the client accepted
@@ -36,8 +38,9 @@ const closedOpPrefix = "connect_flow_closed."
 const KeepAliveEvery = 10 * time.Second
 
 // CloseFlow ends f, a pending flow, because the user answered outcome
-// (FlowDeclined or FlowCancelled) in the MCP client: decline and cancel
-// are final for a URL step. The flow can no longer be completed, its page
+// (FlowDeclined or FlowCancelled) in the MCP client, or the third party
+// denied access (FlowDenied, closed by the callback page): decline and
+// cancel are final for a URL step, and a denial ends the wait at once. The flow can no longer be completed, its page
 // says why (store.Store.CloseFlow), and the outcome is recorded in the
 // ledger, so a replayed retry gets it again (ClosedOutcome). It returns
 // the outcome that holds: outcome, or the one recorded by an earlier or
@@ -45,8 +48,8 @@ const KeepAliveEvery = 10 * time.Second
 // was completed first; the secret entered then is kept, and nothing is
 // recorded.
 func (s *Service) CloseFlow(ctx context.Context, f *store.Flow, outcome string) (string, error) {
-	if outcome != FlowDeclined && outcome != FlowCancelled {
-		return "", fmt.Errorf("connect: CloseFlow: outcome %q is neither %q nor %q", outcome, FlowDeclined, FlowCancelled)
+	if outcome != FlowDeclined && outcome != FlowCancelled && outcome != FlowDenied {
+		return "", fmt.Errorf("connect: CloseFlow: outcome %q is not %q, %q or %q", outcome, FlowDeclined, FlowCancelled, FlowDenied)
 	}
 	if recorded, err := s.ClosedOutcome(ctx, f.ID); err != nil || recorded != "" {
 		return recorded, err
@@ -330,8 +333,11 @@ func (s *Service) closedPage(w http.ResponseWriter, r *http.Request, f *store.Fl
 		return false
 	}
 	msg := "You declined this step in your MCP client, so this link no longer accepts anything. Nothing was stored. To connect, start again from your MCP client."
-	if outcome == FlowCancelled {
+	switch outcome {
+	case FlowCancelled:
 		msg = "This step was cancelled in your MCP client, so this link no longer accepts anything. Nothing was stored. To connect, start again from your MCP client."
+	case FlowDenied:
+		msg = "Access was not granted at the provider, so this link no longer accepts anything. Nothing was stored. To try again, start again from your MCP client."
 	}
 	s.message(w, http.StatusGone, "Step closed", msg, "closed", true, sess)
 	return true

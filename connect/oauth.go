@@ -407,7 +407,13 @@ func (s *Service) getCallback(w http.ResponseWriter, r *http.Request) {
 			code = e
 		}
 		s.audit(r.Context(), slog.LevelInfo, "oauth_not_approved", slog.String("flow_id", f.ID), slog.String("principal", f.Principal), slog.String("error", code))
-		s.message(w, http.StatusOK, "Not connected", "Access was not granted at "+s.provider(f.Purpose).Name+". Nothing was stored. To try again, open the link from your MCP client again.", "denied", true, sess)
+		// The denial ends the step: a held retry is answered at once, and
+		// says so (Step: Texts.Denied); a new call starts afresh.
+		if _, err := s.CloseFlow(r.Context(), f, FlowDenied); err != nil && !errors.Is(err, store.ErrConflict) {
+			s.internalError(w, r, "close denied flow", err)
+			return
+		}
+		s.message(w, http.StatusOK, "Not connected", "Access was not granted at "+s.provider(f.Purpose).Name+". Nothing was stored. To try again, start again from your MCP client.", "denied", true, sess)
 		return
 	}
 	code := q.Get("code")

@@ -58,6 +58,10 @@ const DefaultWait = 30 * time.Second
 //     calling the tool again starts afresh. Were the page
 //     finished before the refusal arrived, the result says that what was
 //     entered is kept;
+//   - the third party denied access (an OAuthProvider's callback with an
+//     error): the flow is closed as FlowDenied, a held retry is answered
+//     at once, and it and every replay get Texts.Denied (isError);
+//     calling the tool again starts afresh;
 //   - once the page is finished, the first answer (accept, decline or
 //     cancel) is recorded (Service.AnswerFlow) and answers every replay of
 //     that requestState: one operation, one outcome.
@@ -124,6 +128,7 @@ type StepTexts struct {
 	Ask              string // message of a new URL elicitation
 	Pending          string // message when accept came before the page was finished
 	Expired          string // put before Ask when a new link replaces an expired one
+	Denied           string // the third party denied access (FlowDenied): nothing stored, may restart
 }
 
 // DefaultTexts returns the texts a Step uses for empty StepTexts fields:
@@ -142,6 +147,7 @@ func DefaultTexts(name, tool string) StepTexts {
 		Ask:              "Connect " + name + ": open this page on the server, sign in, and finish there. Nothing you enter there passes through this client.",
 		Pending:          "The page has not been finished yet. Open it, finish there, then accept again.",
 		Expired:          "The earlier link expired; this is a new one. ",
+		Denied:           "The provider denied access, so " + name + " was not connected. Nothing was stored; call " + tool + " again to try again.",
 	}
 }
 
@@ -166,7 +172,7 @@ func (s *Step) texts(tool string) StepTexts {
 	}{
 		{&t.SignIn, d.SignIn}, {&t.Connected, d.Connected}, {&t.AlreadyConnected, d.AlreadyConnected},
 		{&t.Declined, d.Declined}, {&t.Cancelled, d.Cancelled}, {&t.DeclinedKept, d.DeclinedKept},
-		{&t.CancelledKept, d.CancelledKept}, {&t.Ask, d.Ask}, {&t.Pending, d.Pending}, {&t.Expired, d.Expired},
+		{&t.CancelledKept, d.CancelledKept}, {&t.Ask, d.Ask}, {&t.Pending, d.Pending}, {&t.Expired, d.Expired}, {&t.Denied, d.Denied},
 	} {
 		if *f.v == "" {
 			*f.v = f.def
@@ -358,9 +364,13 @@ func (s *Step) connectedResult(ctx context.Context, principal string, t StepText
 // closedResult answers a flow closed with outcome, now or before; the
 // round is reported with that outcome, whatever this retry answered.
 func (s *Step) closedResult(req *mcpserver.Request, outcome string, t StepTexts) mcpserver.Reply {
-	if outcome == FlowCancelled {
+	switch outcome {
+	case FlowCancelled:
 		req.ReportOutcome(mcpserver.OutcomeCancelled)
 		return mcpserver.ToolError(t.Cancelled)
+	case FlowDenied:
+		req.ReportOutcome(mcpserver.OutcomeDeclined)
+		return mcpserver.ToolError(t.Denied)
 	}
 	req.ReportOutcome(mcpserver.OutcomeDeclined)
 	return mcpserver.ToolError(t.Declined)

@@ -23,9 +23,13 @@ type calEnv struct {
 	pages    *recorder // browser traffic (our pages and the provider's)
 }
 
-func newCalEnv(t *testing.T) *calEnv {
+func newCalEnv(t *testing.T, configure ...func(*config)) *calEnv {
 	t.Helper()
-	e := newEnv(t)
+	e := newEnvWith(t, func(c *config) {
+		for _, f := range configure {
+			f(c)
+		}
+	})
 	if e.app.calendarProvider == nil {
 		t.Fatal("elicitd started no calendar provider")
 	}
@@ -255,10 +259,6 @@ func TestCalendarCallbackTampering(t *testing.T) {
 			t.Fatal("the provider's refusal is not in the log")
 		}
 	})
-	t.Run("provider error", func(t *testing.T) {
-		auth := c.startAttempt(alice, aliceLink, "alice")
-		refused(t, alice, c.url+"/connect/callback?error=access_denied&state="+url.QueryEscape(stateOf(t, auth)), 200, "denied")
-	})
 	t.Run("Continue without CSRF or from another origin", func(t *testing.T) {
 		status, page := c.open(alice, aliceLink, "alice")
 		if status != 200 {
@@ -288,6 +288,11 @@ func TestCalendarCallbackTampering(t *testing.T) {
 	if r := c.call(110, "alice", calendar.ToolName, calAnswer("accept", "")); r.Status != 400 {
 		t.Fatalf("an empty state was accepted: %s", r.Raw)
 	}
+	t.Run("provider error", func(t *testing.T) {
+		// Last: a denial closes the flow, so the link then takes nothing.
+		auth := c.startAttempt(alice, aliceLink, "alice")
+		refused(t, alice, c.url+"/connect/callback?error=access_denied&state="+url.QueryEscape(stateOf(t, auth)), 200, "denied")
+	})
 }
 
 // Acceptance 3 and 4: alice and bob each connect their own calendar; each

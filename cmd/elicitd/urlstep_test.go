@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -326,5 +327,36 @@ func TestURLStepFinishedFirstAnswerWins(t *testing.T) {
 				t.Fatalf("audit outcomes %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// A denial at the calendar provider ends a held retry at once (the wait is
+// an hour) with a result saying the provider denied access, an isError the
+// user can restart from; the link then takes nothing, and a new call
+// starts afresh.
+func TestCalendarDenialEndsTheWait(t *testing.T) {
+	c := newCalEnv(t, func(cfg *config) { cfg.urlWait = time.Hour })
+	first := c.call(1, "alice", calendar.ToolName, "")
+	link := c.link(first)
+	held := make(chan *mcpResponse, 1)
+	go func() {
+		// JSON only: the answer comes whole when the wait ends.
+		held <- c.mcp("alice", "tools/call", calendar.ToolName, callBody(2, calendar.ToolName, calAnswer("accept", first.state()), metaURL), "Accept: application/json")
+	}()
+	alice := c.browser()
+	auth := c.startAttempt(alice, link, "alice")
+	status, _, page := alice.get(c.url + "/connect/callback?error=access_denied&state=" + url.QueryEscape(stateOf(t, auth)))
+	if status != 200 || !strings.Contains(page, "Access was not granted") {
+		t.Fatalf("callback with a denial: %d\n%s", status, page)
+	}
+	r := <-held
+	if !r.isError() || r.text() != calendar.TextDenied {
+		t.Fatalf("held retry after the denial: %s", r.Raw)
+	}
+	if r := c.call(3, "alice", calendar.ToolName, calAnswer("accept", first.state())); !r.isError() || r.text() != calendar.TextDenied {
+		t.Fatalf("replay after the denial: %s", r.Raw)
+	}
+	if again := c.link(c.call(4, "alice", calendar.ToolName, "")); again == link {
+		t.Fatal("a new call reuses the denied link")
 	}
 }

@@ -53,6 +53,7 @@ const (
 	TextCancelled        = "The calendar connection step was dismissed before it finished. Nothing was stored; call connect_calendar again to restart it."
 	TextDeclinedKept     = "You declined in your client, but you had already authorized the calendar provider on the server's page: the calendar is connected."
 	TextCancelledKept    = "The step was dismissed in your client, but you had already authorized the calendar provider on the server's page: the calendar is connected."
+	TextDenied           = "The calendar provider denied access, so the calendar was not connected. Nothing was stored; call connect_calendar again to try again."
 	TextNotConnected     = "Your calendar is not connected. Run connect_calendar first, then list_events again."
 	TextRejected         = "The calendar provider no longer accepts the stored authorization (it was revoked, or the demo provider restarted). Nothing was read. Run connect_calendar to connect it again."
 	TextNoEvents         = "Your calendar has no events."
@@ -96,7 +97,7 @@ func New(flows *connect.Service, eventsURL string) *App {
 		Texts: connect.StepTexts{
 			SignIn: textSignIn, Connected: TextConnected, AlreadyConnected: TextAlreadyConnected,
 			Declined: TextDeclined, Cancelled: TextCancelled, DeclinedKept: TextDeclinedKept, CancelledKept: TextCancelledKept,
-			Ask: messageAsk, Pending: messagePending,
+			Ask: messageAsk, Pending: messagePending, Denied: TextDenied,
 		}}
 	return a
 }
