@@ -431,7 +431,7 @@ func TestHappyPath(t *testing.T) {
 	// Submit (with surrounding blanks, which are trimmed).
 	resp, body = h.post(alice, "/ui/set_api_key", url.Values{"api_key": {"  " + secret + "\n"}, "csrf": {csrf}, "flow": {f.ID}})
 	wantStatus(t, resp, http.StatusOK)
-	wantContains(t, body, `id="done"`, "Done. Return to your MCP client and choose Accept to continue.")
+	wantContains(t, body, `id="done"`, "Done. Return to your MCP client: if it is waiting for this page, it continues by itself; otherwise choose Accept there to continue.")
 
 	h.checkStored(t, f, secret)
 

@@ -511,7 +511,7 @@ func (s *Service) postLogout(w http.ResponseWriter, r *http.Request) {
 const (
 	msgInvalidFlow = "This link is invalid or has expired."
 	msgOtherUser   = "This request was made for a different account. Nothing was stored."
-	msgDone        = "Done. Return to your MCP client and choose Accept to continue."
+	msgDone        = "Done. Return to your MCP client: if it is waiting for this page, it continues by itself; otherwise choose Accept there to continue."
 )
 
 // checkFlow loads the flow a page is about and enforces that it is live,
@@ -577,7 +577,7 @@ func (s *Service) getKeyForm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if f.Status == store.FlowComplete {
-		s.message(w, http.StatusOK, "Already done", "This step is already done. Return to your MCP client and choose Accept to continue.", "already-done", false, sess)
+		s.message(w, http.StatusOK, "Already done", "This step is already done. Return to your MCP client: if it is waiting for this page, it continues by itself; otherwise choose Accept there to continue.", "already-done", false, sess)
 		return
 	}
 	s.keyForm(w, http.StatusOK, f, sess, "")

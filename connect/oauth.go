@@ -286,7 +286,7 @@ func (s *Service) connectPage(w http.ResponseWriter, r *http.Request, post bool)
 		return
 	}
 	if f.Status == store.FlowComplete {
-		s.message(w, http.StatusOK, "Already done", "This step is already done. Return to your MCP client and choose Accept to continue.", "already-done", false, sess)
+		s.message(w, http.StatusOK, "Already done", "This step is already done. Return to your MCP client: if it is waiting for this page, it continues by itself; otherwise choose Accept there to continue.", "already-done", false, sess)
 		return
 	}
 	p := s.provider(f.Purpose)

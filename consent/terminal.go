@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpclient"
@@ -103,14 +104,39 @@ type Terminal struct {
 func (t *Terminal) Handlers() *mcpclient.Handlers {
 	s := t.session()
 	h := &mcpclient.Handlers{
-		ElicitForm: s.elicitForm,
-		ElicitURL:  s.elicitURL,
+		ElicitForm: s.saidRefusal(s.elicitForm),
+		ElicitURL:  s.saidRefusal(s.elicitURL),
 		Sampling:   s.sampling,
 	}
 	if len(t.Roots) > 0 {
 		h.Roots = s.roots
 	}
 	return h
+}
+
+// elicitHandler is the shape of mcpclient.Handlers.ElicitForm and ElicitURL.
+type elicitHandler = func(ctx context.Context, a mcpclient.Asker, key string, p *mcp.ElicitRequestParams) (*mcp.ElicitResult, error)
+
+// saidRefusal wraps an elicitation handler so that, in line mode, a
+// decline or cancel is confirmed by a line of the host's own ("Declined.",
+// "Cancelled.", or "Cancelled (end of input)." when input ended): the
+// user sees what was sent. Interactive prompts show it themselves.
+func (s *session) saidRefusal(h elicitHandler) elicitHandler {
+	return func(ctx context.Context, a mcpclient.Asker, key string, p *mcp.ElicitRequestParams) (*mcp.ElicitResult, error) {
+		res, err := h(ctx, a, key, p)
+		if err != nil || res == nil || s.t.Interactive {
+			return res, err
+		}
+		switch {
+		case res.Action == mcp.ActionDecline:
+			fmt.Fprintln(s.out, "Declined.")
+		case res.Action == mcp.ActionCancel && s.ended.Load():
+			fmt.Fprintln(s.out, "Cancelled (end of input).")
+		case res.Action == mcp.ActionCancel:
+			fmt.Fprintln(s.out, "Cancelled.")
+		}
+		return res, err
+	}
 }
 
 // session returns the Terminal's one session, made on first use.
@@ -160,6 +186,7 @@ type session struct {
 
 	start sync.Once
 	lines chan lineOrErr
+	ended atomic.Bool // readLine has returned io.EOF
 }
 
 type lineOrErr struct {
@@ -191,7 +218,11 @@ func (s *session) readLine(ctx context.Context) (string, error) {
 	select {
 	case l, ok := <-s.lines:
 		if !ok {
+			s.ended.Store(true)
 			return "", io.EOF
+		}
+		if errors.Is(l.err, io.EOF) {
+			s.ended.Store(true)
 		}
 		if s.echo && l.err == nil {
 			// Nothing echoed the typed line: keep the transcript readable.
