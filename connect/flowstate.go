@@ -77,12 +77,18 @@ func (s *Service) CloseFlow(ctx context.Context, f *store.Flow, outcome string) 
 // (FlowDeclined or FlowCancelled), or "" if it was not. The record stays
 // in the ledger after the flow itself is swept.
 func (s *Service) ClosedOutcome(ctx context.Context, id string) (string, error) {
-	op, err := s.store.GetOperation(ctx, closedOpPrefix+id)
+	return s.recordedOutcome(ctx, closedOpPrefix+id, "closed flow")
+}
+
+// recordedOutcome returns the outcome of the ledger operation opID, or ""
+// if there is none; what names it in an error.
+func (s *Service) recordedOutcome(ctx context.Context, opID, what string) (string, error) {
+	op, err := s.store.GetOperation(ctx, opID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return "", nil
 	case err != nil:
-		return "", fmt.Errorf("connect: closed flow: %w", err)
+		return "", fmt.Errorf("connect: %s: %w", what, err)
 	}
 	return op.Outcome, nil
 }
@@ -118,14 +124,7 @@ func (s *Service) AnswerFlow(ctx context.Context, f *store.Flow, answer string) 
 // AnsweredOutcome returns the answer AnswerFlow recorded for the flow id,
 // or "" if none was.
 func (s *Service) AnsweredOutcome(ctx context.Context, id string) (string, error) {
-	op, err := s.store.GetOperation(ctx, answeredOpPrefix+id)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return "", nil
-	case err != nil:
-		return "", fmt.Errorf("connect: flow answer: %w", err)
-	}
-	return op.Outcome, nil
+	return s.recordedOutcome(ctx, answeredOpPrefix+id, "flow answer")
 }
 
 // Pending reports whether f can still be completed at the Service's

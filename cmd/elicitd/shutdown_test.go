@@ -103,12 +103,7 @@ func callBlocking(addr string) <-chan callResult {
 	done := make(chan callResult, 1)
 	go func() {
 		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_block","arguments":{},` + metaURL + `}}`
-		req, _ := http.NewRequest("POST", "http://"+addr+"/mcp", strings.NewReader(body))
-		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-			"MCP-Protocol-Version": "2026-07-28", "Authorization": "Bearer alice", "Mcp-Method": "tools/call", "Mcp-Name": "test_block"} {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := http.DefaultClient.Do(toolCallRequest(addr, "test_block", body))
 		if err != nil {
 			done <- callResult{err: err}
 			return
@@ -118,6 +113,16 @@ func callBlocking(addr string) <-chan callResult {
 		done <- callResult{resp.StatusCode, string(b), err}
 	}()
 	return done
+}
+
+// toolCallRequest is a tools/call of tool with body, as alice, to addr.
+func toolCallRequest(addr, tool, body string) *http.Request {
+	req, _ := http.NewRequest("POST", "http://"+addr+"/mcp", strings.NewReader(body))
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"MCP-Protocol-Version": "2026-07-28", "Authorization": "Bearer alice", "Mcp-Method": "tools/call", "Mcp-Name": tool} {
+		req.Header.Set(k, v)
+	}
+	return req
 }
 
 // openRelease opens the fifo for writing, which returns once test_block
@@ -170,12 +175,7 @@ func TestSIGTERMAnswersHeldRetry(t *testing.T) {
 		"--audit-log", "off", "--url-wait", "5m", "--shutdown-timeout", "1m", "--shutdown-grace", "0")
 	post := func(body string) *http.Response {
 		t.Helper()
-		req, _ := http.NewRequest("POST", "http://"+addr+"/mcp", strings.NewReader(body))
-		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-			"MCP-Protocol-Version": "2026-07-28", "Authorization": "Bearer alice", "Mcp-Method": "tools/call", "Mcp-Name": "connect_billing"} {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := http.DefaultClient.Do(toolCallRequest(addr, "connect_billing", body))
 		if err != nil {
 			t.Fatal(err)
 		}
