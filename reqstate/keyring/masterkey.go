@@ -45,24 +45,32 @@ func LoadOrCreateMasterKey(dir string) ([]byte, error) {
 	}
 	key = make([]byte, MasterKeySize)
 	_, _ = rand.Read(key) // crypto/rand.Read never fails; it aborts the program instead
-	// O_EXCL: if another process created the file meanwhile, use theirs.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return readMasterKey(path)
-	}
+	// The key is written whole to a temporary file and then linked into
+	// place: a concurrent first use never reads a half-written (empty)
+	// key file, and link, unlike rename, fails if another process put its
+	// key there first, in which case theirs is used.
+	tmp, err := os.CreateTemp(dir, MasterKeyFile+".tmp-*")
 	if err != nil {
 		return nil, fmt.Errorf("master key: %w", err)
 	}
-	_, werr := f.Write(key)
+	defer os.Remove(tmp.Name())
+	_, werr := tmp.Write(key)
 	if werr == nil {
-		werr = f.Sync()
+		werr = tmp.Chmod(0o600) // CreateTemp makes 0600 already; said for clarity on other systems
 	}
-	if cerr := f.Close(); werr == nil {
+	if werr == nil {
+		werr = tmp.Sync()
+	}
+	if cerr := tmp.Close(); werr == nil {
 		werr = cerr
 	}
 	if werr != nil {
-		os.Remove(path)
 		return nil, fmt.Errorf("master key: write %s: %w", path, werr)
+	}
+	if err := os.Link(tmp.Name(), path); errors.Is(err, fs.ErrExist) {
+		return readMasterKey(path)
+	} else if err != nil {
+		return nil, fmt.Errorf("master key: %w", err)
 	}
 	return key, nil
 }

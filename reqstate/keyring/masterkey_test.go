@@ -106,6 +106,10 @@ func TestLoadOrCreateMasterKeyConcurrent(t *testing.T) {
 			t.Fatal("concurrent first uses got different keys")
 		}
 	}
+	// Only the key is left: no temporary file of a losing writer.
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 1 || ents[0].Name() != keyring.MasterKeyFile {
+		t.Fatalf("data directory holds %v (%v), want only %s", ents, err, keyring.MasterKeyFile)
+	}
 }
 
 // Errors name the file, never its bytes.
