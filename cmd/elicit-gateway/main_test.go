@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -10,11 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/mcp-elicit/elicit/auth"
 	"github.com/mcp-elicit/elicit/elicit"
+	"github.com/mcp-elicit/elicit/internal/mcptest"
 	"github.com/mcp-elicit/elicit/legacy"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpclient"
@@ -96,18 +95,8 @@ func TestConfig(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the gateway's audit writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+// syncBuffer collects a stream written by several goroutines.
+type syncBuffer = mcptest.SyncBuffer
 
 // The command serves an upstream's tool with its question relayed, the
 // upstream sees the user's own token from the token file (never the

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/mcp-elicit/elicit/connect"
 	"github.com/mcp-elicit/elicit/examples/billing"
 	"github.com/mcp-elicit/elicit/examples/reports"
+	"github.com/mcp-elicit/elicit/internal/mcptest"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
 	"github.com/mcp-elicit/elicit/reqstate"
@@ -80,23 +80,8 @@ func newServerWith(t *testing.T, authn func(base string) (auth.Authenticator, ma
 	return base
 }
 
-// syncBuffer is an output the test reads while the program writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer collects a stream written by several goroutines.
+type syncBuffer = mcptest.SyncBuffer
 
 // elicit runs the program with input and returns its exit status, stdout
 // and stderr.

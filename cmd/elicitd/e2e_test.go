@@ -26,23 +26,8 @@ import (
 // anywhere but the encrypted vault.
 const testKey = "sk_live_TESTKEY_5f3a9c1e7d"
 
-// syncBuffer collects every log line.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer collects a stream written by several goroutines.
+type syncBuffer = mcptest.SyncBuffer
 
 // recorder keeps every URL, Location header and response body seen.
 type recorder struct {
