@@ -422,19 +422,7 @@ func (g *Gateway) list(method string) json.RawMessage {
 // others when some upstream offers them.
 func (g *Gateway) known(method string) bool {
 	c := g.current().caps
-	switch method {
-	case mcp.MethodDiscover:
-		return true
-	case mcp.MethodToolsList, mcp.MethodToolsCall:
-		return c.Tools != nil
-	case mcp.MethodPromptsList, mcp.MethodPromptsGet:
-		return c.Prompts != nil
-	case mcp.MethodResourcesList, mcp.MethodResourcesRead, mcp.MethodResourceTemplatesList:
-		return c.Resources != nil
-	case mcp.MethodCompletionComplete:
-		return c.Completions != nil
-	}
-	return false
+	return c.Serves(method)
 }
 
 // toolHeaders returns a tool's x-mcp-header parameters by its front name.

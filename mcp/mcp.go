@@ -496,3 +496,24 @@ type ProgressParams struct {
 	Total         float64         `json:"total,omitempty"`
 	Message       string          `json:"message,omitempty"`
 }
+
+// Serves reports whether a server with capabilities c answers method:
+// server/discover always; the list, get, call and read methods only when
+// their capability is advertised, since a method gated by a capability
+// the server did not advertise is -32601 (basic/index.mdx). Methods of
+// extensions (tasks) are not decided here: their gate is the extension's.
+func (c *ServerCapabilities) Serves(method string) bool {
+	switch method {
+	case MethodDiscover:
+		return true
+	case MethodToolsList, MethodToolsCall:
+		return c.Tools != nil
+	case MethodPromptsList, MethodPromptsGet:
+		return c.Prompts != nil
+	case MethodResourcesList, MethodResourcesRead, MethodResourceTemplatesList:
+		return c.Resources != nil
+	case MethodCompletionComplete:
+		return c.Completions != nil
+	}
+	return false
+}

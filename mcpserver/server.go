@@ -532,22 +532,12 @@ func (s *Server) known(method string) bool {
 	if s.core != nil {
 		return s.core.Known(method)
 	}
-	c := s.Capabilities()
 	switch method {
-	case mcp.MethodDiscover:
-		return true
-	case mcp.MethodToolsList, mcp.MethodToolsCall:
-		return c.Tools != nil
-	case mcp.MethodPromptsList, mcp.MethodPromptsGet:
-		return c.Prompts != nil
-	case mcp.MethodResourcesList, mcp.MethodResourcesRead, mcp.MethodResourceTemplatesList:
-		return c.Resources != nil
-	case mcp.MethodCompletionComplete:
-		return c.Completions != nil
 	case mcp.MethodTasksGet, mcp.MethodTasksUpdate, mcp.MethodTasksCancel:
 		return s.tasksRuntime() != nil
 	}
-	return false
+	c := s.Capabilities()
+	return c.Serves(method)
 }
 
 // checkVersion returns nil when v is served, else -32022 with
