@@ -146,16 +146,7 @@ func readAnswering(t *testing.T, r io.Reader, answer func(id json.RawMessage) []
 func transcriptEndpoint(t *testing.T) http.Handler {
 	t.Helper()
 	s := mcpserver.New(mcp.Implementation{Name: "transcripts", Version: "1.0.0"}, &mcpserver.Options{Logger: quiet, Instructions: "Call greet to be greeted."})
-	mcpserver.AddTool(s, &mcp.Tool{Name: "greet", Description: "Greets the user by name."},
-		func(ctx context.Context, req *mcpserver.Request, _ struct{}) (mcpserver.Reply, any, error) {
-			switch a := elicit.Decode[transcriptWho](req.Elicitation("who")); a.Outcome {
-			case elicit.Accepted:
-				return mcpserver.Text("Hello, " + a.Value.Name + "!"), nil, nil
-			case elicit.Declined, elicit.Cancelled:
-				return mcpserver.ToolError("No name, no greeting."), nil, nil
-			}
-			return mcpserver.Ask().ElicitFormSchema("who", "What is your name?", elicit.MustFormFor[transcriptWho]()), nil, nil
-		})
+	wiretest.AddGreet(s)
 	s.AddTool(&mcp.Tool{Name: "link", Description: "Connects an account."}, func(ctx context.Context, r *mcpserver.Request) (mcpserver.Reply, error) {
 		if r.Elicitation("connect").Outcome == elicit.Accepted {
 			return mcpserver.Text("connected"), nil
@@ -166,8 +157,4 @@ func transcriptEndpoint(t *testing.T) http.Handler {
 	h := legacy.NewHandler(s, modern, &legacy.Options{Logger: quiet, URLPolls: -1})
 	t.Cleanup(func() { _ = h.Close() })
 	return h
-}
-
-type transcriptWho struct {
-	Name string `json:"name" title:"Your name" minLength:"1"`
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/mcp-elicit/elicit/jsonrpc"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
-	"github.com/mcp-elicit/elicit/reqstate"
 )
 
 // TestTranscripts replays testdata/transcripts: each a JSON-RPC request
@@ -90,28 +89,16 @@ func serve(t *testing.T, s transport.Server, principal string, body []byte) (res
 //     report://{year}, and completions.
 func transcriptServer(t *testing.T) *mcpserver.Server {
 	t.Helper()
-	sealer, err := reqstate.New([]reqstate.Key{{ID: "t1", Secret: bytes.Repeat([]byte{7}, 32)}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sealer := wiretest.Sealer(t)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	s := mcpserver.New(mcp.Implementation{Name: "transcripts", Version: "1.0.0"}, &mcpserver.Options{Sealer: sealer, Logger: quiet,
 		Instructions: "Call greet to be greeted.", ReadCache: mcpserver.CacheHint{TTL: time.Minute, Scope: mcp.CacheScopePublic}})
-	mcpserver.AddTool(s, &mcp.Tool{Name: "greet", Description: "Greets the user by name."},
-		func(ctx context.Context, req *mcpserver.Request, _ struct{}) (mcpserver.Reply, any, error) {
-			switch a := elicit.Decode[who](req.Elicitation("who")); a.Outcome {
-			case elicit.Accepted:
-				return mcpserver.Text("Hello, " + a.Value.Name + "!"), nil, nil
-			case elicit.Declined, elicit.Cancelled:
-				return mcpserver.ToolError("No name, no greeting."), nil, nil
-			}
-			return mcpserver.Ask().ElicitFormSchema("who", "What is your name?", elicit.MustFormFor[who]()), nil, nil
-		})
+	wiretest.AddGreet(s)
 	mcpserver.AddTool(s, &mcp.Tool{Name: "book", Description: "Books a table."},
 		func(ctx context.Context, req *mcpserver.Request, in struct {
 			Day string `json:"day" enum:"mon|tue"`
 		}) (mcpserver.Reply, any, error) {
-			return mcpserver.Ask().ElicitFormSchema("who", "Who is it for?", elicit.MustFormFor[who]()).
+			return mcpserver.Ask().ElicitFormSchema("who", "Who is it for?", elicit.MustFormFor[wiretest.Who]()).
 				ElicitURL("pay", "Pay the deposit on our page.", "https://127.0.0.1/pay/abc"), nil, nil
 		})
 	mcpserver.AddTool(s, &mcp.Tool{Name: "wait", Description: "Asks the client to come back."},
@@ -171,8 +158,4 @@ func transcriptServer(t *testing.T) *mcpserver.Server {
 		return []string{value + "1", value + "2"}, nil
 	})
 	return s
-}
-
-type who struct {
-	Name string `json:"name" title:"Your name" minLength:"1"`
 }

@@ -1,7 +1,6 @@
 package streamhttp_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,11 +11,9 @@ import (
 	"testing"
 
 	"github.com/mcp-elicit/elicit/auth"
-	"github.com/mcp-elicit/elicit/elicit"
 	"github.com/mcp-elicit/elicit/internal/wiretest"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
-	"github.com/mcp-elicit/elicit/reqstate"
 	"github.com/mcp-elicit/elicit/streamhttp"
 )
 
@@ -51,15 +48,6 @@ func exchange(t *testing.T, h http.Handler, raw []byte) *httptest.ResponseRecord
 	return rec
 }
 
-// transcriptKey seals the transcripts' states; its id shows in their
-// normalised form.
-var transcriptKey = reqstate.Key{ID: "t1", Secret: bytes.Repeat([]byte{7}, 32)}
-
-// Who answers the greet tool's form.
-type who struct {
-	Name string `json:"name" title:"Your name" minLength:"1"`
-}
-
 // transcriptHandler serves the tools the transcripts call, behind the
 // demo bearer authentication and a 2048-byte body limit:
 //   - greet asks a form (who), then greets;
@@ -69,22 +57,10 @@ type who struct {
 //   - flaky fails as a passing outage (mcpserver.ErrUnavailable).
 func transcriptHandler(t *testing.T) http.Handler {
 	t.Helper()
-	sealer, err := reqstate.New([]reqstate.Key{transcriptKey}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sealer := wiretest.Sealer(t)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	s := mcpserver.New(mcp.Implementation{Name: "transcripts", Version: "1.0.0"}, &mcpserver.Options{Sealer: sealer, Logger: quiet})
-	mcpserver.AddTool(s, &mcp.Tool{Name: "greet", Description: "Greets the user by name."},
-		func(ctx context.Context, req *mcpserver.Request, _ struct{}) (mcpserver.Reply, any, error) {
-			switch a := elicit.Decode[who](req.Elicitation("who")); a.Outcome {
-			case elicit.Accepted:
-				return mcpserver.Text("Hello, " + a.Value.Name + "!"), nil, nil
-			case elicit.Declined, elicit.Cancelled:
-				return mcpserver.ToolError("No name, no greeting."), nil, nil
-			}
-			return mcpserver.Ask().ElicitFormSchema("who", "What is your name?", elicit.MustFormFor[who]()), nil, nil
-		})
+	wiretest.AddGreet(s)
 	s.AddTool(&mcp.Tool{Name: "report", Description: "A regional report.", InputSchema: json.RawMessage(
 		`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"count":{"type":"integer","x-mcp-header":"Count"}}}`)},
 		func(ctx context.Context, r *mcpserver.Request) (mcpserver.Reply, error) {
