@@ -307,11 +307,13 @@ func (t *stdioTransport) exchange(ctx context.Context, id int64, out *outgoing, 
 	for {
 		select {
 		case r := <-p.reply:
+			// Progress the server sent before its response is already
+			// queued: deliver it first, in stream order (select picks
+			// among ready cases at random).
+			t.drainProgress(p)
 			return t.answer(method, r)
 		case pr := <-p.progress:
-			if t.c.onProgress != nil {
-				t.c.onProgress(pr)
-			}
+			t.deliverProgress(pr)
 		case err := <-p.abort:
 			t.cancel(p, "the client could not answer the server's request")
 			return nil, err
@@ -319,6 +321,24 @@ func (t *stdioTransport) exchange(ctx context.Context, id int64, out *outgoing, 
 			t.cancel(p, "the caller cancelled the request")
 			return nil, ctx.Err()
 		}
+	}
+}
+
+// drainProgress delivers the progress queued for p.
+func (t *stdioTransport) drainProgress(p *pending) {
+	for {
+		select {
+		case pr := <-p.progress:
+			t.deliverProgress(pr)
+		default:
+			return
+		}
+	}
+}
+
+func (t *stdioTransport) deliverProgress(pr Progress) {
+	if t.c.onProgress != nil {
+		t.c.onProgress(pr)
 	}
 }
 
