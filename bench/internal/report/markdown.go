@@ -82,13 +82,38 @@ func fmtBytesSigned(b int64) string {
 	return "+" + fmtBytes(uint64(b))
 }
 
+// printf appends formatted text to the report being written.
+type printf func(format string, args ...any)
+
 // WriteMarkdown writes BENCHMARKS.md; chart is the chart's path relative
 // to the markdown file ("" for none).
 func WriteMarkdown(w io.Writer, r *Results, s *Summary, chart string) error {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	st := r.Settings
 
+	writeIntro(p, r)
+	writeMachine(p, r)
+	writeMethod(p, r)
+	writeTargets(p, r, s)
+	writeThroughput(p, r, s, chart)
+	writeLatency(p, s)
+	writeServerCost(p, r, s)
+	writeFlows(p, r, s)
+	writeMicro(p, r)
+	writeStateSizes(p, r)
+	writePending(p, r)
+	writeProfiles(p, r)
+	if strings.TrimSpace(r.Notes) != "" {
+		p("%s\n", strings.TrimSpace(r.Notes))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeIntro writes the title, what the report compares, and how to
+// reproduce it.
+func writeIntro(p printf, r *Results) {
+	st := r.Settings
 	p("# Benchmarks\n\n")
 	p("How close elicit's protocol core (`mcpserver` + `streamhttp`) gets to the machine's limit, how far ahead of\n")
 	p("go-sdk v1.8.0 (and the TypeScript SDK v2) it is, and how `elicitd`'s real flows on SQLite and PostgreSQL compare with a bare store,\n")
@@ -100,7 +125,10 @@ func WriteMarkdown(w io.Writer, r *Results, s *Summary, chart string) error {
 	p("scripts/bench full   # full run (about half an hour on two cores): 1, 4, 16, 64 connections, 3 rounds of 4 s\n")
 	p("ELICIT_BENCH_POSTGRES_DSN=postgres://user@127.0.0.1/db scripts/bench full   # with the PostgreSQL flows\n")
 	p("```\n\nThis run's effective settings (mcpbench flags; the full argument list is in `results.json`):\n\n```text\n%s\n```\n\n", effective(st))
+}
 
+func writeMachine(p printf, r *Results) {
+	st := r.Settings
 	p("## Machine\n\n| | |\n|---|---|\n")
 	p("| CPU | %s (%d logical CPUs) |\n| Memory | %s |\n| Kernel | %s |\n| Go | %s |\n", r.Machine.CPU, r.Machine.NumCPU, r.Machine.MemTotal, r.Machine.Kernel, r.Machine.GoVersion)
 	p("| Source | %s |\n", orDash(r.Machine.Source))
@@ -108,7 +136,10 @@ func WriteMarkdown(w io.Writer, r *Results, s *Summary, chart string) error {
 	p("| Load average (1, 5, 15 min) | before %s; after %s |\n\n", r.Machine.LoadBefore, r.Machine.LoadAfter)
 	p("The load generator runs on the same machine as the server under test, so every figure includes the client's share of the CPUs. ")
 	p("A load average above the CPU count means other work was competing: read the ratios (computed within a round, seconds apart) rather than the absolute rates.\n\n")
+}
 
+func writeMethod(p printf, r *Results) {
+	st := r.Settings
 	p("## Method\n\n")
 	p("- Three servers, each its own child process (`bench/servers/*`) on 127.0.0.1 with GOMAXPROCS=%d:\n", st.ServerProcs)
 	p("  **ceiling**, a bare `net/http` handler doing the same JSON decode and encode and nothing else (no header, `_meta`, state or answer checks);\n")
@@ -137,20 +168,26 @@ func WriteMarkdown(w io.Writer, r *Results, s *Summary, chart string) error {
 		p("and `fromJsonSchema` (so it validates the arguments against the schema, which the Go servers do not). The packages are installed by `scripts/bench` ")
 		p("into a cache directory at bench time, never committed. Node is single-threaded: GOMAXPROCS does not apply; its CPU and RSS come from `/proc`.\n\n")
 	}
+}
 
+var targetMark = map[string]string{"met": "✅ met", "missed": "❌ missed", "not measured": "– not measured"}
+
+// writeTargets writes the targets table and, under it, for each load
+// scenario with a missed target, where elicit's server CPU went.
+func writeTargets(p printf, r *Results, s *Summary) {
+	targets := Targets(r, s)
 	p("## Targets\n\n| Target | Wanted | Measured (median over rounds) | |\n|---|---|---|---|\n")
-	for _, t := range Targets(r, s) {
-		mark := map[string]string{"met": "✅ met", "missed": "❌ missed", "not measured": "– not measured"}[t.Status]
-		p("| %s | %s | %s | %s |\n", t.Name, t.Want, orDash(t.Measured), mark)
+	for _, t := range targets {
+		p("| %s | %s | %s | %s |\n", t.Name, t.Want, orDash(t.Measured), targetMark[t.Status])
 	}
 	p("\n")
 	shown := map[string]bool{}
-	for _, t := range Targets(r, s) {
+	for _, t := range targets {
 		if t.Status != "missed" || t.Scenario == "" || shown[t.Scenario] {
 			continue
 		}
 		for _, pr := range r.Profiles {
-			if (pr.Server == Elicit || strings.HasPrefix(pr.Server, "elicitd-")) && pr.Scenario == t.Scenario && pr.Kind == KindPackages {
+			if isElicitServer(pr.Server) && pr.Scenario == t.Scenario && pr.Kind == KindPackages {
 				shown[t.Scenario] = true
 				p("**Missed in %s: where %s's server CPU goes** (`go tool pprof -top -cum`, %s, C=%d, shown: elicit's packages, "+
 					"the top-level JSON calls and the connection loop; cum%% is the share of all server CPU samples):\n\n```text\n%s\n```\n\n",
@@ -158,96 +195,108 @@ func WriteMarkdown(w io.Writer, r *Results, s *Summary, chart string) error {
 			}
 		}
 	}
+}
 
+// isElicitServer reports whether srv runs elicit's code: the core server
+// or elicitd on a store.
+func isElicitServer(srv string) bool { return srv == Elicit || strings.HasPrefix(srv, "elicitd-") }
+
+// writeThroughput writes a requests/s table per core scenario and the
+// server-CPU ratios.
+func writeThroughput(p printf, r *Results, s *Summary, chart string) {
 	p("## Throughput\n\nMedian requests/s over the rounds (MRTR: legs/s); ratios are medians of the per-round ratios.\n\n")
 	if chart != "" {
 		p("![throughput against connections](%s)\n\n", chart)
 	}
-	for _, sc := range st.Scenarios {
-		ts := false
-		for _, k := range s.Keys {
-			ts = ts || (k.Scenario == sc && s.Cells[k][TSSDK] != nil)
-		}
-		if ts {
-			p("### %s\n\n| C | ceiling | go-sdk | elicit | TypeScript SDK v2 | elicit / ceiling | elicit / go-sdk | elicit / TS SDK | go-sdk / ceiling | TS SDK / ceiling | errors |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", scenarioTitle[sc])
-		} else {
-			p("### %s\n\n| C | ceiling | go-sdk | elicit | elicit / ceiling | elicit / go-sdk | go-sdk / ceiling | errors |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n", scenarioTitle[sc])
-		}
-		for _, k := range s.Keys {
-			if k.Scenario != sc {
-				continue
-			}
-			c := s.Cells[k]
-			var errs int64
-			for _, srv := range coreServers(s) {
-				if c[srv] != nil {
-					errs += c[srv].Errors
-				}
-			}
-			if ts {
-				p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", k.Conns, cellRPS(c[Ceiling]), cellRPS(c[GoSDK]), cellRPS(c[Elicit]), cellRPS(c[TSSDK]),
-					fmtRatio(s.Ratio(k, RatioElicitCeiling)), fmtRatio(s.Ratio(k, RatioElicitGoSDK)), fmtRatio(s.Ratio(k, RatioElicitTSSDK)),
-					fmtRatio(s.Ratio(k, RatioGoSDKCeiling)), fmtRatio(s.Ratio(k, RatioTSSDKCeiling)), errs)
-				continue
-			}
-			p("| %d | %s | %s | %s | %s | %s | %s | %d |\n", k.Conns, cellRPS(c[Ceiling]), cellRPS(c[GoSDK]), cellRPS(c[Elicit]),
-				fmtRatio(s.Ratio(k, RatioElicitCeiling)), fmtRatio(s.Ratio(k, RatioElicitGoSDK)), fmtRatio(s.Ratio(k, RatioGoSDKCeiling)), errs)
-		}
-		p("\n")
+	for _, sc := range r.Settings.Scenarios {
+		writeThroughputTable(p, s, sc)
 	}
 
 	p("Server CPU per request, as ratios (medians of the per-round ratios). go-sdk ÷ elicit: how many times more CPU go-sdk spends per request than elicit; ")
 	p("ceiling ÷ elicit: the share of the ceiling's efficiency that elicit keeps; go-sdk ÷ ceiling: go-sdk's cost in ceilings.\n\n")
 	p("| scenario | C | go-sdk ÷ elicit | TS SDK ÷ elicit | ceiling ÷ elicit | go-sdk ÷ ceiling |\n|---|---:|---:|---:|---:|---:|\n")
-	for _, k := range s.Keys {
-		if !isCore(k.Scenario) {
-			continue
-		}
+	for _, k := range coreKeys(s) {
 		cr := s.CPURatios[k]
 		p("| %s | %d | %s | %s | %s | %s |\n", k.Scenario, k.Conns, fmtX(cr[RatioElicitGoSDK]), fmtX(cr[RatioElicitTSSDK]), fmtX(cr[RatioElicitCeiling]), fmtX(cr[RatioCeilingGoSDK]))
 	}
 	p("\n")
+}
 
-	p("## Latency\n\nMedian over rounds of each run's percentile (histogram resolution 3%%): p50 / p99 / p99.9.\n\n")
-	p("| scenario | C | ceiling | go-sdk | elicit | TypeScript SDK v2 |\n|---|---:|---|---|---|---|\n")
+// writeThroughputTable writes scenario sc's table, with the TypeScript
+// peer's columns when it ran sc.
+func writeThroughputTable(p printf, s *Summary, sc string) {
+	ts := false
 	for _, k := range s.Keys {
-		if !isCore(k.Scenario) {
+		ts = ts || (k.Scenario == sc && s.Cells[k][TSSDK] != nil)
+	}
+	if ts {
+		p("### %s\n\n| C | ceiling | go-sdk | elicit | TypeScript SDK v2 | elicit / ceiling | elicit / go-sdk | elicit / TS SDK | go-sdk / ceiling | TS SDK / ceiling | errors |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", scenarioTitle[sc])
+	} else {
+		p("### %s\n\n| C | ceiling | go-sdk | elicit | elicit / ceiling | elicit / go-sdk | go-sdk / ceiling | errors |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n", scenarioTitle[sc])
+	}
+	for _, k := range s.Keys {
+		if k.Scenario != sc {
 			continue
 		}
+		c := s.Cells[k]
+		var errs int64
+		for _, srv := range coreServers(s) {
+			if c[srv] != nil {
+				errs += c[srv].Errors
+			}
+		}
+		if ts {
+			p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", k.Conns, cellRPS(c[Ceiling]), cellRPS(c[GoSDK]), cellRPS(c[Elicit]), cellRPS(c[TSSDK]),
+				fmtRatio(s.Ratio(k, RatioElicitCeiling)), fmtRatio(s.Ratio(k, RatioElicitGoSDK)), fmtRatio(s.Ratio(k, RatioElicitTSSDK)),
+				fmtRatio(s.Ratio(k, RatioGoSDKCeiling)), fmtRatio(s.Ratio(k, RatioTSSDKCeiling)), errs)
+			continue
+		}
+		p("| %d | %s | %s | %s | %s | %s | %s | %d |\n", k.Conns, cellRPS(c[Ceiling]), cellRPS(c[GoSDK]), cellRPS(c[Elicit]),
+			fmtRatio(s.Ratio(k, RatioElicitCeiling)), fmtRatio(s.Ratio(k, RatioElicitGoSDK)), fmtRatio(s.Ratio(k, RatioGoSDKCeiling)), errs)
+	}
+	p("\n")
+}
+
+// coreKeys are s's keys of the protocol-core scenarios, in report order.
+func coreKeys(s *Summary) []Key {
+	var out []Key
+	for _, k := range s.Keys {
+		if isCore(k.Scenario) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func writeLatency(p printf, s *Summary) {
+	p("## Latency\n\nMedian over rounds of each run's percentile (histogram resolution 3%%): p50 / p99 / p99.9.\n\n")
+	p("| scenario | C | ceiling | go-sdk | elicit | TypeScript SDK v2 |\n|---|---:|---|---|---|---|\n")
+	for _, k := range coreKeys(s) {
 		c := s.Cells[k]
 		p("| %s | %d | %s | %s | %s | %s |\n", k.Scenario, k.Conns, cellLat(c[Ceiling]), cellLat(c[GoSDK]), cellLat(c[Elicit]), cellLat(c[TSSDK]))
 	}
 	p("\n")
+}
 
+// writeServerCost writes each core server's CPU, allocations and RSS per
+// request, and the peak RSS of each.
+func writeServerCost(p printf, r *Results, s *Summary) {
 	p("## Server cost per request\n\nServer CPU time, allocations and allocated bytes per request (medians over rounds), and the largest RSS sampled during the runs (once a second). ")
 	p("CPU per request is the figure least disturbed by other work on the machine; its ratio (ceiling CPU ÷ elicit CPU) is the share of the ceiling's efficiency elicit keeps.\n\n")
 	p("| scenario | C | server | CPU / req | allocs / req | bytes / req | RSS | CPU efficiency vs ceiling |\n|---|---:|---|---:|---:|---:|---:|---:|\n")
-	for _, k := range s.Keys {
-		if !isCore(k.Scenario) {
-			continue
-		}
+	for _, k := range coreKeys(s) {
 		for _, srv := range coreServers(s) {
 			c := s.Cells[k][srv]
 			if c == nil {
 				continue
 			}
-			eff := "–"
-			switch srv {
-			case Elicit:
-				eff = fmtRatio(s.CPURatios[k][RatioElicitCeiling])
-			case GoSDK:
-				eff = fmtRatio(s.CPURatios[k][RatioGoSDKCeiling])
-			case TSSDK:
-				eff = fmtRatio(s.CPURatios[k][RatioTSSDKCeiling])
-			case Ceiling:
-				eff = "100%"
-			}
 			allocs, bytes := fmt.Sprintf("%.0f", c.AllocsPerReq), fmtBytes(uint64(c.BytesPerReq))
 			if srv == TSSDK {
+				// Node's allocations are not measured.
 				allocs, bytes = "–", "–"
 			}
 			p("| %s | %d | %s | %s | %s | %s | %s | %s |\n", k.Scenario, k.Conns, serverTitle[srv], fmtDur(c.ServerCPU), allocs,
-				bytes, fmtBytes(c.RSS), eff)
+				bytes, fmtBytes(c.RSS), cpuEfficiency(s, k, srv))
 		}
 	}
 	peak := PeakRSS(r)
@@ -256,41 +305,65 @@ func WriteMarkdown(w io.Writer, r *Results, s *Summary, chart string) error {
 		p(", TypeScript SDK v2 %s", fmtBytes(peak[TSSDK]))
 	}
 	p(".\n\n")
-	writeFlows(p, r, s)
+}
 
-	if len(r.Micro) > 0 {
-		p("## Micro benchmarks\n\nThe bodies of `bench/micro_test.go` (`go test -run '^$' -bench . ./bench`), run in-process by the harness with `testing.Benchmark` ")
-		p("while the servers were idle.\n\n| benchmark | time / op | B / op | allocs / op |\n|---|---:|---:|---:|\n")
-		for _, m := range r.Micro {
-			p("| %s | %s | %d | %d |\n", m.Name, fmtDur(time.Duration(m.NsPerOp)), m.BytesPerOp, m.AllocsPerOp)
-		}
-		p("\n")
+// cpuEfficiency is srv's share of the ceiling's CPU efficiency at k.
+func cpuEfficiency(s *Summary, k Key, srv string) string {
+	switch srv {
+	case Elicit:
+		return fmtRatio(s.CPURatios[k][RatioElicitCeiling])
+	case GoSDK:
+		return fmtRatio(s.CPURatios[k][RatioGoSDKCeiling])
+	case TSSDK:
+		return fmtRatio(s.CPURatios[k][RatioTSSDKCeiling])
+	case Ceiling:
+		return "100%"
 	}
-	if r.States != nil {
-		p("## Sealed requestState\n\n| flow | length on the wire |\n|---|---:|\n")
-		p("| billing (`connect_billing` first leg as `examples/billing` asks it: one URL-mode request, 32-hex flow id as state, user `alice`) | %d bytes |\n", r.States.Billing)
-		p("| benchmark form (`confirm_send`: the asked schema travels in the state, for answer validation on the retry) | %d bytes |\n\n", r.States.Form)
+	return "–"
+}
+
+func writeMicro(p printf, r *Results) {
+	if len(r.Micro) == 0 {
+		return
 	}
-	if len(r.Pending) > 0 {
-		p("## Flows started and left pending\n\n%d first legs sent to each server, nothing retried; live heap measured after two forced GCs before and after.\n\n", st.PendingN)
-		p("| server | first legs answered | errors | heap before | heap after | growth |\n|---|---:|---:|---:|---:|---:|\n")
-		for _, pd := range r.Pending {
-			p("| %s | %d | %d | %s | %s | %s |\n", serverTitle[pd.Server], pd.Flows, pd.Errors, fmtBytes(pd.HeapBefore), fmtBytes(pd.HeapAfter), fmtBytesSigned(pd.Growth()))
-		}
-		p("\n")
+	p("## Micro benchmarks\n\nThe bodies of `bench/micro_test.go` (`go test -run '^$' -bench . ./bench`), run in-process by the harness with `testing.Benchmark` ")
+	p("while the servers were idle.\n\n| benchmark | time / op | B / op | allocs / op |\n|---|---:|---:|---:|\n")
+	for _, m := range r.Micro {
+		p("| %s | %s | %d | %d |\n", m.Name, fmtDur(time.Duration(m.NsPerOp)), m.BytesPerOp, m.AllocsPerOp)
 	}
-	if len(r.Profiles) > 0 {
-		p("## Profiles under load\n\n`go tool pprof -top` of profiles taken from the server process during an extra run after the measured rounds. ")
-		p("The raw profiles are in the `-artifacts` directory (`bench/out/` with scripts/bench).\n\n")
-		for _, pr := range r.Profiles {
-			p("<details><summary>%s, %s, C=%d, %s</summary>\n\n```text\n%s\n```\n\n</details>\n\n", serverTitle[pr.Server], pr.Scenario, pr.Conns, pr.Kind, strings.TrimSpace(pr.Top))
-		}
+	p("\n")
+}
+
+func writeStateSizes(p printf, r *Results) {
+	if r.States == nil {
+		return
 	}
-	if strings.TrimSpace(r.Notes) != "" {
-		p("%s\n", strings.TrimSpace(r.Notes))
+	p("## Sealed requestState\n\n| flow | length on the wire |\n|---|---:|\n")
+	p("| billing (`connect_billing` first leg as `examples/billing` asks it: one URL-mode request, 32-hex flow id as state, user `alice`) | %d bytes |\n", r.States.Billing)
+	p("| benchmark form (`confirm_send`: the asked schema travels in the state, for answer validation on the retry) | %d bytes |\n\n", r.States.Form)
+}
+
+func writePending(p printf, r *Results) {
+	if len(r.Pending) == 0 {
+		return
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	p("## Flows started and left pending\n\n%d first legs sent to each server, nothing retried; live heap measured after two forced GCs before and after.\n\n", r.Settings.PendingN)
+	p("| server | first legs answered | errors | heap before | heap after | growth |\n|---|---:|---:|---:|---:|---:|\n")
+	for _, pd := range r.Pending {
+		p("| %s | %d | %d | %s | %s | %s |\n", serverTitle[pd.Server], pd.Flows, pd.Errors, fmtBytes(pd.HeapBefore), fmtBytes(pd.HeapAfter), fmtBytesSigned(pd.Growth()))
+	}
+	p("\n")
+}
+
+func writeProfiles(p printf, r *Results) {
+	if len(r.Profiles) == 0 {
+		return
+	}
+	p("## Profiles under load\n\n`go tool pprof -top` of profiles taken from the server process during an extra run after the measured rounds. ")
+	p("The raw profiles are in the `-artifacts` directory (`bench/out/` with scripts/bench).\n\n")
+	for _, pr := range r.Profiles {
+		p("<details><summary>%s, %s, C=%d, %s</summary>\n\n```text\n%s\n```\n\n</details>\n\n", serverTitle[pr.Server], pr.Scenario, pr.Conns, pr.Kind, strings.TrimSpace(pr.Top))
+	}
 }
 
 func fmtX(v float64) string {
@@ -358,7 +431,7 @@ func cellLat(c *Cell) string {
 }
 
 // writeFlows writes the real flows' section.
-func writeFlows(p func(string, ...any), r *Results, s *Summary) {
+func writeFlows(p printf, r *Results, s *Summary) {
 	st := r.Settings
 	if len(st.Stores) == 0 {
 		return
