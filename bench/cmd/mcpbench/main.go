@@ -82,6 +82,26 @@ type options struct {
 func main() {
 	log.SetFlags(0)
 	log.SetPrefix("mcpbench: ")
+	o, err := parseFlags()
+	if err != nil {
+		log.Fatal(err)
+	}
+	if o.from != "" {
+		if err := rewrite(o); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// parseFlags reads the command line into options, checks them, and fills
+// in the defaults that depend on other flags.
+func parseFlags() (*options, error) {
 	var o options
 	exe, _ := os.Executable()
 	var conns, scenarios, servers, profileSrvs, flows, stores, flowConns string
@@ -114,32 +134,17 @@ func main() {
 	flag.Parse()
 	var err error
 	if o.conns, err = parseInts(conns); err != nil {
-		log.Fatalf("-connections: %v", err)
+		return nil, fmt.Errorf("-connections: %w", err)
 	}
 	o.scenarios, o.servers, o.profileSrvs = split(scenarios), split(servers), split(profileSrvs)
 	o.flows, o.stores = split(flows), split(stores)
 	if flowConns == "" {
 		o.flowConns = o.conns
 	} else if o.flowConns, err = parseInts(flowConns); err != nil {
-		log.Fatalf("-flow-connections: %v", err)
+		return nil, fmt.Errorf("-flow-connections: %w", err)
 	}
-	if o.rounds < 1 || o.duration <= 0 || o.procs < 1 {
-		log.Fatal("-rounds, -duration and -procs must be positive")
-	}
-	for _, c := range append(slices.Clone(o.conns), o.flowConns...) {
-		if c < 1 || c > 1024 {
-			log.Fatalf("-connections: %d is out of 1..1024", c)
-		}
-	}
-	for _, st := range o.stores {
-		if st != report.SQLite && st != report.Postgres {
-			log.Fatalf("-stores: unknown store %q", st)
-		}
-	}
-	for _, f := range o.flows {
-		if !slices.Contains(wire.FlowScenarios, f) {
-			log.Fatalf("-flows: unknown flow %q", f)
-		}
+	if err := o.check(); err != nil {
+		return nil, err
 	}
 	if o.chart == "" && o.out != "" {
 		o.chart = filepath.Join(filepath.Dir(o.out), "throughput.png")
@@ -147,17 +152,30 @@ func main() {
 	if o.command == "" {
 		o.command = strings.Join(os.Args, " ")
 	}
-	if o.from != "" {
-		if err := rewrite(&o); err != nil {
-			log.Fatal(err)
+	return &o, nil
+}
+
+// check rejects settings the harness cannot run with.
+func (o *options) check() error {
+	if o.rounds < 1 || o.duration <= 0 || o.procs < 1 {
+		return errors.New("-rounds, -duration and -procs must be positive")
+	}
+	for _, c := range append(slices.Clone(o.conns), o.flowConns...) {
+		if c < 1 || c > 1024 {
+			return fmt.Errorf("-connections: %d is out of 1..1024", c)
 		}
-		return
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, &o); err != nil {
-		log.Fatal(err)
+	for _, st := range o.stores {
+		if st != report.SQLite && st != report.Postgres {
+			return fmt.Errorf("-stores: unknown store %q", st)
+		}
 	}
+	for _, f := range o.flows {
+		if !slices.Contains(wire.FlowScenarios, f) {
+			return fmt.Errorf("-flows: unknown flow %q", f)
+		}
+	}
+	return nil
 }
 
 func split(s string) []string {
@@ -187,6 +205,55 @@ func parseInts(s string) ([]int, error) {
 
 func run(ctx context.Context, o *options) error {
 	started := time.Now()
+	if err := makeArtifacts(o); err != nil {
+		return err
+	}
+	res, err := newResults(o, started)
+	if err != nil {
+		return err
+	}
+	f := &fleet{servers: map[string]*server{}}
+	defer f.stop()
+	if err := f.startCore(ctx, o); err != nil {
+		return err
+	}
+	if o.tssdk != "" && slices.Contains(o.scenarios, wire.ScenarioCall) {
+		if err := f.startTSPeer(ctx, o); err != nil {
+			return err
+		}
+		res.Settings.TSSDK = tssdkVersions(o.tssdk)
+	}
+	var stores []string
+	if len(o.flows) > 0 {
+		if stores, err = f.startStores(ctx, o); err != nil {
+			return err
+		}
+		res.Settings.Flows, res.Settings.Stores, res.Settings.FlowConnections = o.flows, stores, o.flowConns
+	}
+	measureInProcess(o, res)
+	if res.Runs, err = runPlans(ctx, o, plan(o, stores, f.servers), f.servers); err != nil {
+		return err
+	}
+	if o.pending > 0 {
+		if res.Pending, err = pendingAll(ctx, o, f.servers); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(o.flows, wire.ScenarioExport) {
+		res.Busy = busyChecks(ctx, o, stores, f.servers)
+	}
+	if o.profile {
+		res.Profiles = profileCore(ctx, o, f.servers)
+		res.Profiles = append(res.Profiles, profileFlows(ctx, o, stores, f.servers)...)
+	}
+	res.Machine.LoadAfter = loadavg()
+	res.Took = time.Since(started)
+	return write(o, res)
+}
+
+// makeArtifacts creates o.artifacts, a new temporary directory when none
+// was given.
+func makeArtifacts(o *options) error {
 	if o.artifacts == "" {
 		d, err := os.MkdirTemp("", "mcpbench-")
 		if err != nil {
@@ -194,73 +261,103 @@ func run(ctx context.Context, o *options) error {
 		}
 		o.artifacts = d
 	}
-	if err := os.MkdirAll(o.artifacts, 0o755); err != nil {
-		return err
-	}
+	return os.MkdirAll(o.artifacts, 0o755)
+}
+
+// newResults starts the invocation's results: the machine (load average
+// before), the settings and the notes.
+func newResults(o *options, started time.Time) (*report.Results, error) {
 	res := &report.Results{Started: started, Machine: machine()}
 	res.Settings = report.Settings{Command: o.command, Args: os.Args, Connections: o.conns, Scenarios: o.scenarios,
 		Duration: o.duration, Warmup: o.warmup, Rounds: o.rounds, ServerProcs: o.procs, ClientProcs: runtime.GOMAXPROCS(0), PendingN: o.pending}
-	if o.notes != "" {
-		b, err := os.ReadFile(o.notes)
-		if err != nil {
-			return err
-		}
-		res.Notes = string(b)
+	notes, err := readNotes(o.notes)
+	if err != nil {
+		return nil, err
 	}
+	res.Notes = notes
+	return res, nil
+}
 
-	servers := map[string]*server{}
-	var cleanups []func()
-	defer func() {
-		for _, s := range servers {
-			s.stop()
-		}
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}()
+// readNotes returns the hand-written notes file's text ("" for no file).
+func readNotes(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(path)
+	return string(b), err
+}
+
+// fleet is what one invocation started: the servers by name, and the
+// store set-ups to undo once the servers are stopped.
+type fleet struct {
+	servers  map[string]*server
+	cleanups []func()
+}
+
+// stop stops every server, then undoes the store set-ups in reverse.
+func (f *fleet) stop() {
+	for _, s := range f.servers {
+		s.stop()
+	}
+	for i := len(f.cleanups) - 1; i >= 0; i-- {
+		f.cleanups[i]()
+	}
+}
+
+// startCore starts o's protocol-core servers and checks each on o's
+// scenarios.
+func (f *fleet) startCore(ctx context.Context, o *options) error {
 	for _, name := range o.servers {
 		s, err := startServer(ctx, name, o.procs, filepath.Join(o.bin, name), nil, nil)
 		if err != nil {
 			return err
 		}
-		servers[name] = s
+		f.servers[name] = s
 		if err := checkServer(ctx, s, o.procs, o.scenarios, ""); err != nil {
 			return err
 		}
 	}
-	if o.tssdk != "" && slices.Contains(o.scenarios, wire.ScenarioCall) {
-		s, err := startTSSDK(ctx, o.tssdk, o.procs)
-		if err != nil {
-			return err
-		}
-		servers[report.TSSDK] = s
-		if err := checkServer(ctx, s, o.procs, []string{wire.ScenarioCall}, ""); err != nil {
-			return err
-		}
-		res.Settings.TSSDK = tssdkVersions(o.tssdk)
-	}
-	var stores []string
-	if len(o.flows) > 0 {
-		for _, st := range o.stores {
-			if st == report.Postgres && o.postgres == "" {
-				fmt.Fprintln(os.Stderr, "postgres: skipped (no -postgres URL and no ELICIT_BENCH_POSTGRES_DSN)")
-				continue
-			}
-			ss, cleanup, err := startStore(ctx, o, st)
-			if cleanup != nil {
-				cleanups = append(cleanups, cleanup)
-			}
-			if err != nil {
-				return err
-			}
-			for _, s := range ss {
-				servers[s.name] = s
-			}
-			stores = append(stores, st)
-		}
-		res.Settings.Flows, res.Settings.Stores, res.Settings.FlowConnections = o.flows, stores, o.flowConns
-	}
+	return nil
+}
 
+// startTSPeer starts the TypeScript SDK peer and checks it on the call
+// scenario, the only one it runs.
+func (f *fleet) startTSPeer(ctx context.Context, o *options) error {
+	s, err := startTSSDK(ctx, o.tssdk, o.procs)
+	if err != nil {
+		return err
+	}
+	f.servers[report.TSSDK] = s
+	return checkServer(ctx, s, o.procs, []string{wire.ScenarioCall}, "")
+}
+
+// startStores starts elicitd and the bare store on each of o's stores
+// (PostgreSQL only with a URL) and returns the stores started.
+func (f *fleet) startStores(ctx context.Context, o *options) ([]string, error) {
+	var stores []string
+	for _, st := range o.stores {
+		if st == report.Postgres && o.postgres == "" {
+			fmt.Fprintln(os.Stderr, "postgres: skipped (no -postgres URL and no ELICIT_BENCH_POSTGRES_DSN)")
+			continue
+		}
+		ss, cleanup, err := startStore(ctx, o, st)
+		if cleanup != nil {
+			f.cleanups = append(f.cleanups, cleanup)
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range ss {
+			f.servers[s.name] = s
+		}
+		stores = append(stores, st)
+	}
+	return stores, nil
+}
+
+// measureInProcess runs the micro benchmarks (unless -micro=false) and
+// measures the sealed requestState sizes.
+func measureInProcess(o *options, res *report.Results) {
 	if o.micro {
 		res.Micro = runMicro(o.microTime)
 	}
@@ -269,14 +366,18 @@ func run(ctx context.Context, o *options) error {
 	} else {
 		fmt.Fprintf(os.Stderr, "state sizes: %v\n", err)
 	}
+}
 
-	plans := plan(o, stores, servers)
+// runPlans measures every plan: per connection count, o.rounds rounds,
+// each running the plan's servers in order.
+func runPlans(ctx context.Context, o *options, plans []*runPlan, servers map[string]*server) ([]report.Run, error) {
 	total := 0
 	for _, p := range plans {
 		total += len(p.conns) * o.rounds * len(p.servers)
 	}
 	eta := time.Duration(total) * (o.duration + o.warmup + 300*time.Millisecond)
 	fmt.Fprintf(os.Stderr, "%d runs of %s + %s warm-up, about %s\n", total, o.duration, o.warmup, eta.Round(time.Second))
+	var runs []report.Run
 	n := 0
 	for _, p := range plans {
 		for _, c := range p.conns {
@@ -286,69 +387,89 @@ func run(ctx context.Context, o *options) error {
 					label := fmt.Sprintf("[%d/%d] %-14s c=%-3d round %d/%d %-16s", n, total, p.scenario, c, round, o.rounds, name)
 					r, err := measure(ctx, o, servers[name], p.scenario, p.load(name), c, round, label)
 					if err != nil {
-						return err
+						return nil, err
 					}
-					res.Runs = append(res.Runs, *r)
+					runs = append(runs, *r)
 				}
 			}
 		}
 	}
-	if o.pending > 0 {
-		for _, name := range o.servers {
-			p, err := pending(ctx, o, servers[name])
+	return runs, nil
+}
+
+// pendingAll leaves o.pending flows pending on each core server, one
+// server after the other.
+func pendingAll(ctx context.Context, o *options, servers map[string]*server) ([]report.Pending, error) {
+	var out []report.Pending
+	for _, name := range o.servers {
+		p, err := pending(ctx, o, servers[name])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *p)
+		fmt.Fprintf(os.Stderr, "pending  %-8s %d flows: heap %s → %s\n", name, p.Flows, mib(p.HeapBefore), mib(p.HeapAfter))
+	}
+	return out, nil
+}
+
+// busyChecks takes goroutine dumps of elicitd on each store under export
+// load; a check that fails is reported and left out.
+func busyChecks(ctx context.Context, o *options, stores []string, servers map[string]*server) []report.BusyCheck {
+	var out []report.BusyCheck
+	for _, st := range stores {
+		for _, c := range busyConns(o.flowConns) {
+			b, err := busyCheck(ctx, o, servers[report.ElicitdServer(st)], c)
 			if err != nil {
-				return err
-			}
-			res.Pending = append(res.Pending, *p)
-			fmt.Fprintf(os.Stderr, "pending  %-8s %d flows: heap %s → %s\n", name, p.Flows, mib(p.HeapBefore), mib(p.HeapAfter))
-		}
-	}
-	if slices.Contains(o.flows, wire.ScenarioExport) {
-		for _, st := range stores {
-			for _, c := range busyConns(o.flowConns) {
-				b, err := busyCheck(ctx, o, servers[report.ElicitdServer(st)], c)
-				if err != nil {
-					fmt.Fprintf(os.Stderr, "busy check %s: %v\n", st, err)
-					continue
-				}
-				res.Busy = append(res.Busy, *b)
-			}
-		}
-	}
-	if o.profile {
-		for _, name := range o.profileSrvs {
-			s := servers[name]
-			if s == nil {
+				fmt.Fprintf(os.Stderr, "busy check %s: %v\n", st, err)
 				continue
 			}
-			c := profileConns(o.conns)
-			for _, sc := range o.scenarios {
-				prs, err := profile(ctx, o, s, sc, sc, c, ownCode)
-				if err != nil {
-					fmt.Fprintf(os.Stderr, "profile %s %s: %v\n", name, sc, err)
-					continue
-				}
-				res.Profiles = append(res.Profiles, prs...)
-			}
-		}
-		for _, st := range stores {
-			s := servers[report.ElicitdServer(st)]
-			for _, f := range o.flows {
-				if f == wire.ScenarioConnect {
-					continue
-				}
-				prs, err := profile(ctx, o, s, report.FlowScenario(f, st), f, profileConns(o.flowConns), elicitdCode)
-				if err != nil {
-					fmt.Fprintf(os.Stderr, "profile %s %s: %v\n", s.name, f, err)
-					continue
-				}
-				res.Profiles = append(res.Profiles, prs...)
-			}
+			out = append(out, *b)
 		}
 	}
-	res.Machine.LoadAfter = loadavg()
-	res.Took = time.Since(started)
-	return write(o, res)
+	return out
+}
+
+// profileCore profiles each of o's profiled core servers under every core
+// scenario; a profile that fails is reported and left out.
+func profileCore(ctx context.Context, o *options, servers map[string]*server) []report.Profile {
+	var out []report.Profile
+	for _, name := range o.profileSrvs {
+		s := servers[name]
+		if s == nil {
+			continue
+		}
+		c := profileConns(o.conns)
+		for _, sc := range o.scenarios {
+			prs, err := profile(ctx, o, s, sc, sc, c, ownCode)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "profile %s %s: %v\n", name, sc, err)
+				continue
+			}
+			out = append(out, prs...)
+		}
+	}
+	return out
+}
+
+// profileFlows profiles elicitd on each store under each real flow but
+// connect; a profile that fails is reported and left out.
+func profileFlows(ctx context.Context, o *options, stores []string, servers map[string]*server) []report.Profile {
+	var out []report.Profile
+	for _, st := range stores {
+		s := servers[report.ElicitdServer(st)]
+		for _, f := range o.flows {
+			if f == wire.ScenarioConnect {
+				continue
+			}
+			prs, err := profile(ctx, o, s, report.FlowScenario(f, st), f, profileConns(o.flowConns), elicitdCode)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "profile %s %s: %v\n", s.name, f, err)
+				continue
+			}
+			out = append(out, prs...)
+		}
+	}
+	return out
 }
 
 // checkServer checks that s runs with procs and serves one unit of each
@@ -450,12 +571,8 @@ func rewrite(o *options) error {
 	if err := json.Unmarshal(b, res); err != nil {
 		return fmt.Errorf("%s: %w", o.from, err)
 	}
-	if o.notes != "" {
-		nb, err := os.ReadFile(o.notes)
-		if err != nil {
-			return err
-		}
-		res.Notes = string(nb)
+	if res.Notes, err = readNotes(o.notes); err != nil {
+		return err
 	}
 	o.scenarios = res.Settings.Scenarios
 	return writeReport(o, res, o.from)
