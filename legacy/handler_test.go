@@ -89,7 +89,7 @@ type testServer struct {
 	polls atomic.Int32
 }
 
-func start(t *testing.T, authn auth.Authenticator, opts *legacy.Options) *testServer {
+func start(t testing.TB, authn auth.Authenticator, opts *legacy.Options) *testServer {
 	t.Helper()
 	ts := &testServer{}
 	s := newServer(&ts.polls)
@@ -106,7 +106,7 @@ func start(t *testing.T, authn auth.Authenticator, opts *legacy.Options) *testSe
 }
 
 // connect opens a 2025-11-25 session.
-func connect(t *testing.T, ctx context.Context, url string, caps *sdk.ClientCapabilities, opts *sdk.ClientOptions) *sdk.ClientSession {
+func connect(t testing.TB, ctx context.Context, url string, caps *sdk.ClientCapabilities, opts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
 	if opts == nil {
 		opts = &sdk.ClientOptions{}

@@ -119,10 +119,19 @@ const regionalSchema = `{"type":"object","properties":{
 	"verbose":{"type":"boolean","x-mcp-header":"Verbose"},
 	"query":{"type":"string"}}}`
 
-// newServer serves our own mcpserver over streamhttp on loopback, behind
-// a recorder.
+// newServer serves testServer over streamhttp on loopback, behind a
+// recorder.
 func newServer(t *testing.T, opts *mcpserver.Options) (*httptest.Server, *recorder) {
 	t.Helper()
+	rec := &recorder{next: streamhttp.NewHandler(testServer(opts), &streamhttp.Options{Logger: quiet()})}
+	hs := httptest.NewServer(rec)
+	t.Cleanup(hs.Close)
+	return hs, rec
+}
+
+// testServer is our own mcpserver with the tools, prompts and resources
+// the tests call.
+func testServer(opts *mcpserver.Options) *mcpserver.Server {
 	s := mcpserver.New(mcp.Implementation{Name: "test-server", Version: "1.2.3"}, opts)
 	s.AddTool(&mcp.Tool{Name: "echo", Description: "echo",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)},
@@ -210,10 +219,7 @@ func newServer(t *testing.T, opts *mcpserver.Options) (*httptest.Server, *record
 			}
 			return mcpserver.ResourceResult(&mcp.ReadResourceResult{Contents: []mcp.ResourceContents{{URI: r.Name, Text: "resource for " + name}}}), nil
 		})
-	rec := &recorder{next: streamhttp.NewHandler(s, &streamhttp.Options{Logger: quiet()})}
-	hs := httptest.NewServer(rec)
-	t.Cleanup(hs.Close)
-	return hs, rec
+	return s
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
