@@ -185,80 +185,99 @@ func (w *writer) loop() {
 // with it. Each job's own deadline is checked before each statement.
 func (w *writer) run(batch []*job) {
 	w.txs.Add(1)
-	bg := context.Background()
-	// fail ends every job of batch with err: the transaction is gone.
-	fail := func(err error) {
-		for _, j := range batch {
-			j.state.CompareAndSwap(jobQueued, jobRunning)
-			if j.state.Load() == jobRunning {
-				j.err = err
-			}
-			closeOnce(j.ran)
-			close(j.done)
-		}
-	}
-	tx, err := w.db.BeginTx(bg, nil)
+	tx, err := w.db.BeginTx(context.Background(), nil)
 	if err != nil {
-		fail(w.s.errorf("sqlite: begin: %w", err))
+		failAll(batch, w.s.errorf("sqlite: begin: %w", err))
 		return
 	}
 	t := &wtx{w: w, tx: tx}
-	// One job needs no savepoint: if it fails, the transaction is
-	// rolled back.
-	savepoints := len(batch) > 1
-	step := func(q string) bool {
-		if _, err := t.exec(bg, q); err != nil {
-			tx.Rollback()
-			fail(w.s.errorf("sqlite: %s: %w", q, err))
-			return false
-		}
-		return true
+	ok, err := t.runJobs(batch)
+	if err != nil {
+		tx.Rollback()
+		failAll(batch, err)
+		return
 	}
-	ok := 0
+	w.end(tx, batch, ok)
+	for _, j := range batch {
+		close(j.done)
+	}
+}
+
+// failAll ends every job of batch with err: the transaction is gone.
+func failAll(batch []*job, err error) {
+	for _, j := range batch {
+		j.state.CompareAndSwap(jobQueued, jobRunning)
+		if j.state.Load() == jobRunning {
+			j.err = err
+		}
+		closeOnce(j.ran)
+		close(j.done)
+	}
+}
+
+// runJobs runs each job of batch that is still wanted, in a savepoint of
+// its own when there are several (a lone job's savepoint is the
+// transaction), and returns how many succeeded. An error is the
+// transaction's: it is lost, and every job fails with that error.
+func (t *wtx) runJobs(batch []*job) (ok int, err error) {
+	savepoints := len(batch) > 1
 	for _, j := range batch {
 		if !j.state.CompareAndSwap(jobQueued, jobRunning) {
 			closeOnce(j.ran)
 			continue
 		}
-		if savepoints && !step(`SAVEPOINT job`) {
-			return
+		if savepoints {
+			if err := t.savepoint(`SAVEPOINT job`); err != nil {
+				return 0, err
+			}
 		}
 		j.err = t.runJob(j)
 		close(j.ran)
-		switch {
-		case !savepoints:
-		case j.err == nil:
-			if !step(`RELEASE job`) {
-				return
-			}
-		default:
-			// The job undoes its own statements. If that fails,
-			// SQLite has ended the whole transaction (it may on a
-			// full disk or an I/O error), and every job fails.
-			if _, err := t.exec(bg, `ROLLBACK TO job`); err != nil {
-				tx.Rollback()
-				if outage(j.err) == nil {
-					j.err = w.s.errorf("sqlite: rollback to savepoint: %w", err)
-				}
-				fail(j.err)
-				return
-			}
-			if !step(`RELEASE job`) {
-				return
+		if savepoints {
+			if err := t.endSavepoint(j); err != nil {
+				return 0, err
 			}
 		}
 		if j.err == nil {
 			ok++
 		}
 	}
+	return ok, nil
+}
+
+// savepoint runs one savepoint statement q.
+func (t *wtx) savepoint(q string) error {
+	if _, err := t.exec(context.Background(), q); err != nil {
+		return t.w.s.errorf("sqlite: %s: %w", q, err)
+	}
+	return nil
+}
+
+// endSavepoint releases j's savepoint, after undoing j's statements if j
+// failed. If undoing fails, SQLite has ended the whole transaction (it
+// may on a full disk or an I/O error): the error, j's own if it is an
+// outage, is returned for every job.
+func (t *wtx) endSavepoint(j *job) error {
+	if j.err != nil {
+		if _, err := t.exec(context.Background(), `ROLLBACK TO job`); err != nil {
+			if outage(j.err) == nil {
+				j.err = t.w.s.errorf("sqlite: rollback to savepoint: %w", err)
+			}
+			return j.err
+		}
+	}
+	return t.savepoint(`RELEASE job`)
+}
+
+// end commits the transaction of batch, in which ok jobs succeeded, or
+// rolls it back when none did. If COMMIT fails, every job that ran fails
+// with its error.
+func (w *writer) end(tx *sql.Tx, batch []*job, ok int) {
 	if ok == 0 {
 		tx.Rollback()
-	} else if err := tx.Commit(); err == nil {
-		select {
-		case w.committed <- struct{}{}:
-		default:
-		}
-	} else {
+		return
+	}
+	if err := tx.Commit(); err != nil {
 		// Nothing of the batch was written: a job that failed because
 		// of another's write (a duplicate id) must not say so either.
 		err = w.s.errorf("sqlite: commit: %w", err)
@@ -267,9 +286,11 @@ func (w *writer) run(batch []*job) {
 				j.err = err
 			}
 		}
+		return
 	}
-	for _, j := range batch {
-		close(j.done)
+	select {
+	case w.committed <- struct{}{}:
+	default:
 	}
 }
 
