@@ -651,36 +651,12 @@ func resourceOp(uri string) *operation {
 func (c *Client) once(ctx context.Context, op *operation, retry *Retry) (json.RawMessage, *InputRequired, error) {
 	out := op.out // a copy: op is the same on every round
 	origin := out.method + " " + out.target
-	if retry != nil && retry.origin != "" && retry.origin != origin {
-		// MRTR-C-04: answers and state belong to the request that got them.
-		return nil, nil, fmt.Errorf("mcpclient: a retry of %s used for %s (MRTR-C-04)", clip(retry.origin, 120), clip(origin, 120))
-	}
 	if retry != nil {
-		if len(retry.InputResponses) > 0 {
-			out.params.InputResponses = make(map[string]json.RawMessage, len(retry.InputResponses))
-			for k, v := range retry.InputResponses {
-				b, err := marshal(v)
-				if err != nil {
-					return nil, nil, fmt.Errorf("mcpclient: encoding the answer to %q: %w", k, err)
-				}
-				out.params.InputResponses[k] = b
-			}
-		}
-		out.params.RequestState = retry.state
-	}
-	raw, err := c.send(ctx, &out)
-	var rpc *RPCError
-	if err != nil && out.method == mcp.MethodToolsCall && !op.refreshed && errors.As(err, &rpc) && rpc.Code == mcp.CodeHeaderMismatch {
-		// HTTP-C-13: the tool's annotations may have changed; list again
-		// and resend once if the Mcp-Param-* headers differ.
-		op.refreshed = true
-		if params, herr := c.toolHeaders(ctx, *op.out.params.Name, true); herr == nil {
-			if hdr, herr := paramHeaders(params, op.args); herr == nil && !headersEqual(hdr, op.out.headers) {
-				op.out.headers, out.headers = hdr, hdr
-				raw, err = c.send(ctx, &out)
-			}
+		if err := retry.addTo(&out.params, origin); err != nil {
+			return nil, nil, err
 		}
 	}
+	raw, err := c.sendRound(ctx, op, &out)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -692,6 +668,58 @@ func (c *Client) once(ctx context.Context, op *operation, retry *Retry) (json.Ra
 		res, err = c.followTask(ctx, res)
 	}
 	return res, ir, err
+}
+
+// addTo adds rt's answers (encoded) and echoed state to p, the
+// params of the request origin ("method target").
+func (rt *Retry) addTo(p *reqParams, origin string) error {
+	if rt.origin != "" && rt.origin != origin {
+		// MRTR-C-04: answers and state belong to the request that got them.
+		return fmt.Errorf("mcpclient: a retry of %s used for %s (MRTR-C-04)", clip(rt.origin, 120), clip(origin, 120))
+	}
+	if len(rt.InputResponses) > 0 {
+		p.InputResponses = make(map[string]json.RawMessage, len(rt.InputResponses))
+		for k, v := range rt.InputResponses {
+			b, err := marshal(v)
+			if err != nil {
+				return fmt.Errorf("mcpclient: encoding the answer to %q: %w", k, err)
+			}
+			p.InputResponses[k] = b
+		}
+	}
+	p.RequestState = rt.state
+	return nil
+}
+
+// sendRound sends out, a round of op. A tools/call refused for its
+// Mcp-Param-* headers is sent once more if listing the tools again
+// changes them (HTTP-C-13: the tool's annotations may have changed).
+func (c *Client) sendRound(ctx context.Context, op *operation, out *outgoing) (json.RawMessage, error) {
+	raw, err := c.send(ctx, out)
+	var rpc *RPCError
+	if err != nil && out.method == mcp.MethodToolsCall && !op.refreshed && errors.As(err, &rpc) && rpc.Code == mcp.CodeHeaderMismatch {
+		op.refreshed = true
+		if hdr, changed := c.refreshHeaders(ctx, op); changed {
+			op.out.headers, out.headers = hdr, hdr
+			raw, err = c.send(ctx, out)
+		}
+	}
+	return raw, err
+}
+
+// refreshHeaders lists the tools again and returns op's Mcp-Param-*
+// headers from the new annotations, and whether they differ from the
+// ones sent.
+func (c *Client) refreshHeaders(ctx context.Context, op *operation) (http.Header, bool) {
+	params, err := c.toolHeaders(ctx, *op.out.params.Name, true)
+	if err != nil {
+		return nil, false
+	}
+	hdr, err := paramHeaders(params, op.args)
+	if err != nil || headersEqual(hdr, op.out.headers) {
+		return nil, false
+	}
+	return hdr, true
 }
 
 func headersEqual(a, b http.Header) bool {

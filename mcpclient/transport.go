@@ -413,20 +413,8 @@ func (r *reading) stream(ctx context.Context) (json.RawMessage, error) {
 	}
 	for {
 		ev, err := sr.Next()
-		if err == io.EOF {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, fmt.Errorf("%w (%s)", ErrStreamEnded, r.out.method)
-		}
-		if errors.Is(err, errEventTooLarge) {
-			return nil, r.protocol("", "an SSE event is larger than %d bytes", r.c.maxMsg)
-		}
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, &ConnectionError{Endpoint: r.c.endpoint, Err: err}
+			return nil, r.streamFailed(ctx, err)
 		}
 		if ev.Type != "message" || len(bytes.TrimSpace(ev.Data)) == 0 {
 			continue // other event types and priming events carry no JSON-RPC
@@ -435,23 +423,47 @@ func (r *reading) stream(ctx context.Context) (json.RawMessage, error) {
 		if err != nil {
 			return nil, r.protocol("", "an SSE event is not a JSON-RPC message: %v", err)
 		}
-		switch {
-		case m.Method != "" && len(m.ID) == 0:
-			r.notification(m)
-		case m.Method != "":
-			// HTTP-S-07 forbids server requests; there is no way to answer
-			// one in 2026-07-28, so it is skipped.
-			r.c.log.Warn("mcpclient: server sent a JSON-RPC request on a response stream; ignored",
-				"method", clip(m.Method, 80), "request", r.out.method)
-		case m.Error != nil && (len(m.ID) == 0 || string(m.ID) == "null" || r.ours(m.ID)):
-			return nil, r.rpcErrorTyped(m.Error)
-		case m.Result != nil && r.ours(m.ID):
-			if !isObject(m.Result) {
-				return nil, r.protocol("", "the result is not a JSON object")
-			}
-			return m.Result, nil
+		if res, done, err := r.streamed(m); done {
+			return res, err
 		}
 	}
+}
+
+// streamFailed is the error of a response stream that ended (io.EOF) or
+// broke before the response: the caller's own when ctx ended.
+func (r *reading) streamFailed(ctx context.Context, err error) error {
+	switch {
+	case errors.Is(err, errEventTooLarge):
+		return r.protocol("", "an SSE event is larger than %d bytes", r.c.maxMsg)
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err == io.EOF:
+		return fmt.Errorf("%w (%s)", ErrStreamEnded, r.out.method)
+	}
+	return &ConnectionError{Endpoint: r.c.endpoint, Err: err}
+}
+
+// streamed handles one message of the response stream. A notification is
+// delivered and a server request skipped; the response (an error without
+// an id, or this request's id) is done: its result, or its error.
+func (r *reading) streamed(m *wireMsg) (res json.RawMessage, done bool, err error) {
+	switch {
+	case m.Method != "" && len(m.ID) == 0:
+		r.notification(m)
+	case m.Method != "":
+		// HTTP-S-07 forbids server requests; there is no way to answer
+		// one in 2026-07-28, so it is skipped.
+		r.c.log.Warn("mcpclient: server sent a JSON-RPC request on a response stream; ignored",
+			"method", clip(m.Method, 80), "request", r.out.method)
+	case m.Error != nil && (len(m.ID) == 0 || string(m.ID) == "null" || r.ours(m.ID)):
+		return nil, true, r.rpcErrorTyped(m.Error)
+	case m.Result != nil && r.ours(m.ID):
+		if !isObject(m.Result) {
+			return nil, true, r.protocol("", "the result is not a JSON object")
+		}
+		return m.Result, true, nil
+	}
+	return nil, false, nil
 }
 
 func (r *reading) notification(m *wireMsg) {
