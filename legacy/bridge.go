@@ -269,9 +269,7 @@ func (b *bridge) answer(ctx context.Context, c *call, reqs map[string]mcp.InputR
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	out := make(map[string]json.RawMessage, len(reqs))
-	accepted := map[string]pendingURL{}
-	polled := false
+	rd := &roundAnswers{out: make(map[string]json.RawMessage, len(reqs)), accepted: map[string]pendingURL{}}
 	for _, k := range keys {
 		r := reqs[k]
 		raw, err := json.Marshal(r.Params)
@@ -280,62 +278,88 @@ func (b *bridge) answer(ctx context.Context, c *call, reqs map[string]mcp.InputR
 		}
 		switch r.Method {
 		case mcp.MethodElicitationCreate:
-			var p mcp.ElicitRequestParams
-			if err := json.Unmarshal(raw, &p); err != nil {
-				return nil, nil, err
-			}
-			if p.IsURL() {
-				if pu, ok := prev[k]; ok && pu.url == p.URL && pu.polls < b.opts.URLPolls && !c.held.Load() {
-					if !polled {
-						// A handler that waited for the page itself (and
-						// woke when it was finished) has used the pause.
-						if err := sleep(ctx, b.opts.URLPoll-c.lastInvoke); err != nil {
-							return nil, nil, err
-						}
-						polled = true
-					}
-					pu.polls++
-					accepted[k] = pu
-					out[k] = json.RawMessage(`{"action":"accept"}`)
-					continue
-				}
-				id := newElicitationID()
-				raw, err := b.ask(ctx, r.Method, func(ctx context.Context) error {
-					_, err := c.ss.Elicit(ctx, &sdk.ElicitParams{Mode: mcp.ElicitationModeURL, Message: p.Message, URL: p.URL, ElicitationID: id})
-					return err
-				})
-				if err != nil {
-					return nil, nil, err
-				}
-				if actionOf(raw) == mcp.ActionAccept {
-					accepted[k] = pendingURL{id: id, url: p.URL, message: p.Message}
-				}
-				out[k] = raw
-				continue
-			}
-			if out[k], err = b.ask(ctx, r.Method, func(ctx context.Context) error {
-				_, err := c.ss.Elicit(ctx, &sdk.ElicitParams{Mode: mcp.ElicitationModeForm, Message: p.Message, RequestedSchema: p.RequestedSchema})
-				return err
-			}); err != nil {
-				return nil, nil, err
-			}
+			err = b.elicit(ctx, c, k, raw, prev, rd)
 		case mcp.MethodSamplingCreate:
-			var p sdk.CreateMessageParams
-			if err := json.Unmarshal(raw, &p); err != nil {
-				return nil, nil, err
-			}
-			if out[k], err = b.ask(ctx, r.Method, func(ctx context.Context) error { _, err := c.ss.CreateMessage(ctx, &p); return err }); err != nil {
-				return nil, nil, err
-			}
+			rd.out[k], err = b.sample(ctx, c, raw)
 		case mcp.MethodRootsList:
-			if out[k], err = b.ask(ctx, r.Method, func(ctx context.Context) error { _, err := c.ss.ListRoots(ctx, &sdk.ListRootsParams{}); return err }); err != nil {
-				return nil, nil, err
-			}
+			rd.out[k], err = b.ask(ctx, r.Method, func(ctx context.Context) error { _, err := c.ss.ListRoots(ctx, &sdk.ListRootsParams{}); return err })
 		default:
-			return nil, nil, fmt.Errorf("input request %q has unknown method %q", k, r.Method)
+			err = fmt.Errorf("input request %q has unknown method %q", k, r.Method)
+		}
+		if err != nil {
+			return nil, nil, err
 		}
 	}
-	return out, accepted, nil
+	return rd.out, rd.accepted, nil
+}
+
+// roundAnswers are one round's answers being collected, by input request key.
+type roundAnswers struct {
+	out map[string]json.RawMessage
+	// accepted are the URL elicitations the user accepted this round.
+	accepted map[string]pendingURL
+	// polled: the round has paused once for the URLs it polls.
+	polled bool
+}
+
+// elicit answers elicitation k (params raw): a URL the user accepted in
+// the previous round (prev) is polled while polls remain; anything else
+// is asked of the client.
+func (b *bridge) elicit(ctx context.Context, c *call, k string, raw json.RawMessage, prev map[string]pendingURL, rd *roundAnswers) error {
+	var p mcp.ElicitRequestParams
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return err
+	}
+	if !p.IsURL() {
+		var err error
+		rd.out[k], err = b.ask(ctx, mcp.MethodElicitationCreate, func(ctx context.Context) error {
+			_, err := c.ss.Elicit(ctx, &sdk.ElicitParams{Mode: mcp.ElicitationModeForm, Message: p.Message, RequestedSchema: p.RequestedSchema})
+			return err
+		})
+		return err
+	}
+	if pu, ok := prev[k]; ok && pu.url == p.URL && pu.polls < b.opts.URLPolls && !c.held.Load() {
+		return b.poll(ctx, c, k, pu, rd)
+	}
+	id := newElicitationID()
+	ans, err := b.ask(ctx, mcp.MethodElicitationCreate, func(ctx context.Context) error {
+		_, err := c.ss.Elicit(ctx, &sdk.ElicitParams{Mode: mcp.ElicitationModeURL, Message: p.Message, URL: p.URL, ElicitationID: id})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if actionOf(ans) == mcp.ActionAccept {
+		rd.accepted[k] = pendingURL{id: id, url: p.URL, message: p.Message}
+	}
+	rd.out[k] = ans
+	return nil
+}
+
+// poll answers URL elicitation k with the user's accept of the previous
+// round again, after the round's one pause.
+func (b *bridge) poll(ctx context.Context, c *call, k string, pu pendingURL, rd *roundAnswers) error {
+	if !rd.polled {
+		// A handler that waited for the page itself (and woke when it
+		// was finished) has used the pause.
+		if err := sleep(ctx, b.opts.URLPoll-c.lastInvoke); err != nil {
+			return err
+		}
+		rd.polled = true
+	}
+	pu.polls++
+	rd.accepted[k] = pu
+	rd.out[k] = json.RawMessage(`{"action":"accept"}`)
+	return nil
+}
+
+// sample asks the client's model (params raw).
+func (b *bridge) sample(ctx context.Context, c *call, raw json.RawMessage) (json.RawMessage, error) {
+	var p sdk.CreateMessageParams
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, err
+	}
+	return b.ask(ctx, mcp.MethodSamplingCreate, func(ctx context.Context) error { _, err := c.ss.CreateMessage(ctx, &p); return err })
 }
 
 // completeURLs sends notifications/elicitation/complete for each URL
