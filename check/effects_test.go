@@ -42,73 +42,125 @@ func (s *effectServer) start(t *testing.T) string {
 }
 
 func (s *effectServer) serve(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params struct {
-			Name           string                     `json:"name"`
-			RequestState   *string                    `json:"requestState"`
-			InputResponses map[string]json.RawMessage `json:"inputResponses"`
-			Meta           struct {
-				Caps mcp.ClientCapabilities `json:"io.modelcontextprotocol/clientCapabilities"`
-			} `json:"_meta"`
-		} `json:"params"`
-	}
-	_ = json.NewDecoder(r.Body).Decode(&req)
-	user := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-	w.Header().Set("Content-Type", "application/json")
-	reply := func(result string) { fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, result) }
-	complete := func(text string, isError bool) string {
-		return fmt.Sprintf(`{"resultType":"complete","content":[{"type":"text","text":%q}],"isError":%v}`, text, isError)
-	}
-	p := req.Params
-	switch req.Method {
+	c := readEffectCall(w, r)
+	switch c.method {
 	case mcp.MethodDiscover:
-		reply(`{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"private"}`)
+		c.reply(`{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"private"}`)
 		return
 	case mcp.MethodToolsList:
-		reply(`{"resultType":"complete","tools":[{"name":"send","inputSchema":{"type":"object"}},{"name":"link","inputSchema":{"type":"object"}},` +
+		c.reply(`{"resultType":"complete","tools":[{"name":"send","inputSchema":{"type":"object"}},{"name":"link","inputSchema":{"type":"object"}},` +
 			`{"name":"mixed","inputSchema":{"type":"object"}},{"name":"once","inputSchema":{"type":"object"}}],"ttlMs":0,"cacheScope":"private"}`)
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ask := func() {
-		caps := p.Meta.Caps
-		if (p.Name != "link" && !caps.ElicitationForm()) || (p.Name != "send" && !caps.ElicitationURL()) {
-			w.WriteHeader(http.StatusBadRequest)
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32021,"message":"Missing required client capability"}}`, req.ID)
+	if c.params.RequestState == nil {
+		if c.params.Name == "once" && s.sentOnce {
+			c.reply(completeResult("Already sent; not sent again.", true))
 			return
 		}
-		b := make([]byte, 25)
-		_, _ = rand.Read(b)
-		st := base64.RawURLEncoding.EncodeToString(b)
-		s.states[st] = user + " " + p.Name
-		const form = `"confirm":{"method":"elicitation/create","params":{"mode":"form","message":"Send?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}}}`
-		const link = `"page":{"method":"elicitation/create","params":{"mode":"url","message":"Open","url":"https://example.com/page","elicitationId":"e1"}}`
-		reqs := map[string]string{"send": form, "once": form, "link": link, "mixed": form + "," + link}[p.Name]
-		reply(fmt.Sprintf(`{"resultType":"input_required","requestState":%q,"inputRequests":{%s}}`, st, reqs))
-	}
-	if p.RequestState == nil {
-		if p.Name == "once" && s.sentOnce {
-			reply(complete("Already sent; not sent again.", true))
-			return
-		}
-		ask()
+		s.ask(c)
 		return
 	}
+	s.retry(c)
+}
+
+// effectCall is one request to effectServer and its response writer.
+type effectCall struct {
+	w      http.ResponseWriter
+	id     json.RawMessage
+	method string
+	user   string // the bearer token
+	params effectParams
+}
+
+type effectParams struct {
+	Name           string                     `json:"name"`
+	RequestState   *string                    `json:"requestState"`
+	InputResponses map[string]json.RawMessage `json:"inputResponses"`
+	Meta           struct {
+		Caps mcp.ClientCapabilities `json:"io.modelcontextprotocol/clientCapabilities"`
+	} `json:"_meta"`
+}
+
+func readEffectCall(w http.ResponseWriter, r *http.Request) *effectCall {
+	var req struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params effectParams    `json:"params"`
+	}
+	_ = json.NewDecoder(r.Body).Decode(&req)
+	w.Header().Set("Content-Type", "application/json")
+	return &effectCall{w: w, id: req.ID, method: req.Method, user: strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), params: req.Params}
+}
+
+func (c *effectCall) reply(result string) {
+	fmt.Fprintf(c.w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, c.id, result)
+}
+
+// refuse answers with a JSON-RPC error and HTTP 400.
+func (c *effectCall) refuse(code int, message string) {
+	c.w.WriteHeader(http.StatusBadRequest)
+	fmt.Fprintf(c.w, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%q}}`, c.id, code, message)
+}
+
+func completeResult(text string, isError bool) string {
+	return fmt.Sprintf(`{"resultType":"complete","content":[{"type":"text","text":%q}],"isError":%v}`, text, isError)
+}
+
+// ask answers with the tool's input requests and a new state issued for
+// the user and tool, or -32021 when the client lacks the mode they need.
+func (s *effectServer) ask(c *effectCall) {
+	p := c.params
+	caps := p.Meta.Caps
+	if (p.Name != "link" && !caps.ElicitationForm()) || (p.Name != "send" && !caps.ElicitationURL()) {
+		c.refuse(-32021, "Missing required client capability")
+		return
+	}
+	b := make([]byte, 25)
+	_, _ = rand.Read(b)
+	st := base64.RawURLEncoding.EncodeToString(b)
+	s.states[st] = c.user + " " + p.Name
+	const form = `"confirm":{"method":"elicitation/create","params":{"mode":"form","message":"Send?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}}}`
+	const link = `"page":{"method":"elicitation/create","params":{"mode":"url","message":"Open","url":"https://example.com/page","elicitationId":"e1"}}`
+	reqs := map[string]string{"send": form, "once": form, "link": link, "mixed": form + "," + link}[p.Name]
+	c.reply(fmt.Sprintf(`{"resultType":"input_required","requestState":%q,"inputRequests":{%s}}`, st, reqs))
+}
+
+// retry answers a retry: a state not issued for this user and tool is
+// refused, a completed one replayed; a confirmed send is sent once;
+// anything else is asked again.
+func (s *effectServer) retry(c *effectCall) {
+	p := c.params
 	st := *p.RequestState
-	if s.states[st] != user+" "+p.Name {
-		w.WriteHeader(http.StatusBadRequest)
-		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"invalid requestState"}}`, req.ID)
+	if s.states[st] != c.user+" "+p.Name {
+		c.refuse(-32602, "invalid requestState")
 		return
 	}
 	if text, ok := s.done[st]; ok {
-		reply(complete(text, false))
+		c.reply(completeResult(text, false))
 		return
 	}
+	actions := answerActions(p.InputResponses)
+	switch {
+	case actions["confirm"] == "decline" || actions["page"] == "decline", actions["confirm"] == "cancel" || actions["page"] == "cancel":
+		c.reply(completeResult("Nothing was sent: you said no.", true))
+	case (p.Name == "send" || p.Name == "once") && actions["confirm"] == "accept":
+		s.sends++
+		s.sentOnce = s.sentOnce || p.Name == "once"
+		s.done[st] = fmt.Sprintf("Sent, as send number %d.", s.sends)
+		c.reply(completeResult(s.done[st], false))
+	default:
+		// The page is never finished; an invalid or missing answer is asked again.
+		s.ask(c)
+	}
+}
+
+// answerActions maps each input response to its action; an accepted
+// confirmation without ok: true counts as "invalid".
+func answerActions(responses map[string]json.RawMessage) map[string]string {
 	actions := map[string]string{}
-	for k, raw := range p.InputResponses {
+	for k, raw := range responses {
 		var a struct {
 			Action  string         `json:"action"`
 			Content map[string]any `json:"content"`
@@ -119,18 +171,7 @@ func (s *effectServer) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		actions[k] = a.Action
 	}
-	switch {
-	case actions["confirm"] == "decline" || actions["page"] == "decline", actions["confirm"] == "cancel" || actions["page"] == "cancel":
-		reply(complete("Nothing was sent: you said no.", true))
-	case (p.Name == "send" || p.Name == "once") && actions["confirm"] == "accept":
-		s.sends++
-		s.sentOnce = s.sentOnce || p.Name == "once"
-		s.done[st] = fmt.Sprintf("Sent, as send number %d.", s.sends)
-		reply(complete(s.done[st], false))
-	default:
-		// The page is never finished; an invalid or missing answer is asked again.
-		ask()
-	}
+	return actions
 }
 
 // TestNoEffectsByDefault: without AllowEffects the checker sends no
