@@ -260,36 +260,18 @@ func explain(err error, endpoint string, hadToken bool) string {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return "interrupted"
-	case errors.Is(err, consent.ErrDeclined):
-		return fmt.Sprintf("%s; the call was not retried", err)
-	case errors.Is(err, consent.ErrRefusedRequest):
+	case errors.Is(err, consent.ErrDeclined), errors.Is(err, consent.ErrRefusedRequest):
 		return fmt.Sprintf("%s; the call was not retried", err)
 	case errors.As(err, &missing):
-		need, _ := json.Marshal(missing.RequiredCapabilities)
-		msg := fmt.Sprintf("the server refused the call: it needs the client capability %s, which this client did not declare", need)
-		if missing.RequiredCapabilities.Roots != nil {
-			msg += "; pass --root PATH to offer a folder"
-		}
-		return msg
+		return missingExplained(missing)
 	case errors.As(err, &version):
 		return fmt.Sprintf("the server at %s does not speak MCP %s: it serves %s", endpoint, mcp.ProtocolVersion, orNone(version.Supported))
-	case errors.As(err, &conn) && strings.HasPrefix(endpoint, "the command "):
-		return fmt.Sprintf("cannot use the MCP server started by %s: %v", endpoint, conn.Err)
 	case errors.As(err, &conn):
-		if errors.Is(err, syscall.ECONNREFUSED) {
-			return fmt.Sprintf("cannot reach the MCP server at %s: connection refused. Is it running?", endpoint)
-		}
-		return fmt.Sprintf("cannot reach the MCP server at %s: %v", endpoint, conn.Err)
+		return connExplained(err, conn, endpoint)
 	case errors.As(err, &authErr) && authErr.Err != nil:
 		return signInExplained(authErr, endpoint)
 	case errors.As(err, &authErr):
-		if authErr.StatusCode == http.StatusForbidden {
-			return fmt.Sprintf("the server at %s refused the request (HTTP 403): the token is not allowed to do this", endpoint)
-		}
-		if hadToken {
-			return fmt.Sprintf("the server at %s rejected the token (HTTP 401)", endpoint)
-		}
-		return fmt.Sprintf("the server at %s requires authorization (HTTP 401): sign in (leave out --no-login), or pass --token or set ELICIT_TOKEN", endpoint)
+		return refusedExplained(authErr, endpoint, hadToken)
 	case errors.As(err, &notMCP), errors.As(err, &protoErr):
 		return strings.TrimPrefix(err.Error(), "mcpclient: ")
 	case errors.Is(err, mcpclient.ErrRoundLimit), errors.Is(err, mcpclient.ErrStateOnlyLimit):
@@ -304,6 +286,41 @@ func explain(err error, endpoint string, hadToken bool) string {
 		return fmt.Sprintf("the MCP server at %s did not answer in time: %v", endpoint, err)
 	}
 	return err.Error()
+}
+
+// missingExplained: the server needs a client capability this client
+// did not declare.
+func missingExplained(missing *mcpclient.MissingCapabilityError) string {
+	need, _ := json.Marshal(missing.RequiredCapabilities)
+	msg := fmt.Sprintf("the server refused the call: it needs the client capability %s, which this client did not declare", need)
+	if missing.RequiredCapabilities.Roots != nil {
+		msg += "; pass --root PATH to offer a folder"
+	}
+	return msg
+}
+
+// connExplained: the server could not be reached, or the command serving
+// it could not be used.
+func connExplained(err error, conn *mcpclient.ConnectionError, endpoint string) string {
+	switch {
+	case strings.HasPrefix(endpoint, "the command "):
+		return fmt.Sprintf("cannot use the MCP server started by %s: %v", endpoint, conn.Err)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Sprintf("cannot reach the MCP server at %s: connection refused. Is it running?", endpoint)
+	}
+	return fmt.Sprintf("cannot reach the MCP server at %s: %v", endpoint, conn.Err)
+}
+
+// refusedExplained: the server answered HTTP 401 or 403 and no sign-in
+// was attempted.
+func refusedExplained(authErr *mcpclient.AuthError, endpoint string, hadToken bool) string {
+	switch {
+	case authErr.StatusCode == http.StatusForbidden:
+		return fmt.Sprintf("the server at %s refused the request (HTTP 403): the token is not allowed to do this", endpoint)
+	case hadToken:
+		return fmt.Sprintf("the server at %s rejected the token (HTTP 401)", endpoint)
+	}
+	return fmt.Sprintf("the server at %s requires authorization (HTTP 401): sign in (leave out --no-login), or pass --token or set ELICIT_TOKEN", endpoint)
 }
 
 func orNone(list []string) string {

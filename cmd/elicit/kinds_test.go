@@ -12,18 +12,32 @@ import (
 	"testing"
 )
 
-// stringConsts returns the string constants of the package in dir (test
-// files left out) whose names match name.
-func stringConsts(t *testing.T, dir string, name *regexp.Regexp) map[string]string {
+// parseFiles parses the Go files of the package in dir, test files left
+// out.
+func parseFiles(t *testing.T, dir string) (*token.FileSet, []*ast.File) {
 	t.Helper()
 	fset := token.NewFileSet()
 	pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]string{}
+	var files []*ast.File
 	for _, pkg := range pkgs {
-		ast.Inspect(pkg, func(n ast.Node) bool {
+		for _, f := range pkg.Files {
+			files = append(files, f)
+		}
+	}
+	return fset, files
+}
+
+// stringConsts returns the string constants of the package in dir (test
+// files left out) whose names match name.
+func stringConsts(t *testing.T, dir string, name *regexp.Regexp) map[string]string {
+	t.Helper()
+	_, files := parseFiles(t, dir)
+	out := map[string]string{}
+	for _, f := range files {
+		ast.Inspect(f, func(n ast.Node) bool {
 			vs, ok := n.(*ast.ValueSpec)
 			if !ok {
 				return true
@@ -43,6 +57,59 @@ func stringConsts(t *testing.T, dir string, name *regexp.Regexp) map[string]stri
 	return out
 }
 
+// documentedKinds returns the kinds listed in docs/elicit.md (at path)
+// after `{"error":{"kind":K,"message":M}}`.
+func documentedKinds(t *testing.T, path string) []string {
+	t.Helper()
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)`\\{\"error\":\\{\"kind\":K,\"message\":M\\}\\}`\\s*\\(K one of (.*?)\\)").FindSubmatch(doc)
+	if m == nil {
+		t.Fatal(`docs/elicit.md has no "{"error":{"kind":K,"message":M}} (K one of …)" list`)
+	}
+	var listed []string
+	for _, q := range regexp.MustCompile("`([a-z][a-z-]*)`").FindAllSubmatch(m[1], -1) {
+		listed = append(listed, string(q[1]))
+	}
+	return listed
+}
+
+// kindArguments returns the kind argument of every call of a fail method
+// (two arguments) and of writeJSONError (three) in the package in dir,
+// test files left out.
+func kindArguments(t *testing.T, dir string) (*token.FileSet, []ast.Expr) {
+	t.Helper()
+	fset, files := parseFiles(t, dir)
+	var args []ast.Expr
+	for _, f := range files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok {
+				if arg := kindArgument(call); arg != nil {
+					args = append(args, arg)
+				}
+			}
+			return true
+		})
+	}
+	return fset, args
+}
+
+func kindArgument(call *ast.CallExpr) ast.Expr {
+	switch fn := call.Fun.(type) {
+	case *ast.SelectorExpr:
+		if fn.Sel.Name == "fail" && len(call.Args) == 2 {
+			return call.Args[0]
+		}
+	case *ast.Ident:
+		if fn.Name == "writeJSONError" && len(call.Args) == 3 {
+			return call.Args[1]
+		}
+	}
+	return nil
+}
+
 // TestCheckErrorKindsDocumented: every kind elicit check --json can put in
 // its {"error":{"kind":K}} object — the check.Kind constants and this
 // command's own — is listed in docs/elicit.md, the list names no other,
@@ -56,18 +123,7 @@ func TestCheckErrorKindsDocumented(t *testing.T) {
 	if len(kinds) < 10 {
 		t.Fatalf("found only %v: the constants moved?", kinds)
 	}
-	doc, err := os.ReadFile("../../docs/elicit.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile("(?s)`\\{\"error\":\\{\"kind\":K,\"message\":M\\}\\}`\\s*\\(K one of (.*?)\\)").FindSubmatch(doc)
-	if m == nil {
-		t.Fatal(`docs/elicit.md has no "{"error":{"kind":K,"message":M}} (K one of …)" list`)
-	}
-	var listed []string
-	for _, q := range regexp.MustCompile("`([a-z][a-z-]*)`").FindAllSubmatch(m[1], -1) {
-		listed = append(listed, string(q[1]))
-	}
+	listed := documentedKinds(t, "../../docs/elicit.md")
 	var values []string
 	for name, v := range kinds {
 		values = append(values, v)
@@ -82,40 +138,13 @@ func TestCheckErrorKindsDocumented(t *testing.T) {
 	}
 
 	// Every kind argument is a named constant.
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
-	if err != nil {
-		t.Fatal(err)
+	fset, args := kindArguments(t, ".")
+	for _, arg := range args {
+		if _, lit := arg.(*ast.BasicLit); lit {
+			t.Errorf("%s: a kind written as a literal; name it with a kind constant", fset.Position(arg.Pos()))
+		}
 	}
-	calls := 0
-	for _, pkg := range pkgs {
-		ast.Inspect(pkg, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			var arg ast.Expr
-			switch fn := call.Fun.(type) {
-			case *ast.SelectorExpr:
-				if fn.Sel.Name == "fail" && len(call.Args) == 2 {
-					arg = call.Args[0]
-				}
-			case *ast.Ident:
-				if fn.Name == "writeJSONError" && len(call.Args) == 3 {
-					arg = call.Args[1]
-				}
-			}
-			if arg == nil {
-				return true
-			}
-			calls++
-			if _, lit := arg.(*ast.BasicLit); lit {
-				t.Errorf("%s: a kind written as a literal; name it with a kind constant", fset.Position(arg.Pos()))
-			}
-			return true
-		})
-	}
-	if calls < 4 {
-		t.Fatalf("found %d calls of fail and writeJSONError: renamed?", calls)
+	if len(args) < 4 {
+		t.Fatalf("found %d calls of fail and writeJSONError: renamed?", len(args))
 	}
 }
