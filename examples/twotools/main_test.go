@@ -89,7 +89,16 @@ func TestTwoTools(t *testing.T) {
 	endpoint := progtest.Start(t)
 	texts := connect.DefaultTexts("your billing account", "connect_billing")
 	charge := map[string]any{"charge": "ch_1234"}
+	checkNotConnected(t, endpoint, texts, charge)
+	checkConnecting(t, endpoint, texts, charge)
+	checkRefundForm(t, endpoint, texts, charge)
+}
 
+// checkNotConnected: before alice connects billing, nobody signed in gets
+// 401, refund asks nothing, a client without URL mode is refused, and
+// declining or cancelling the step stores nothing.
+func checkNotConnected(t *testing.T, endpoint string, texts connect.StepTexts, charge map[string]any) {
+	t.Helper()
 	// Nobody signed in: 401 before anything runs.
 	var authErr *mcpclient.AuthError
 	if _, err := user(endpoint, "", nil, nil).CallTool(t.Context(), "refund", charge); !errors.As(err, &authErr) || authErr.StatusCode != 401 {
@@ -108,9 +117,13 @@ func TestTwoTools(t *testing.T) {
 	wantText(t, call(t, user(endpoint, "alice", nil, answer(mcp.ActionDecline, nil)), "connect_billing", nil), true, texts.Declined)
 	wantText(t, call(t, user(endpoint, "alice", nil, answer(mcp.ActionCancel, nil)), "connect_billing", nil), true, texts.Cancelled)
 	wantText(t, call(t, user(endpoint, "alice", never(t), nil), "refund", charge), true, TextNotConnected)
+}
 
-	// The link goes to the server's own page. Bob, given alice's link, is
-	// refused there; alice signs in, types the key, then accepts.
+// checkConnecting: the link goes to the server's own page. Bob, given
+// alice's link, is refused there; alice signs in, types the key, then
+// accepts. Bob's billing stays his own, not connected.
+func checkConnecting(t *testing.T, endpoint string, texts connect.StepTexts, charge map[string]any) {
+	t.Helper()
 	alice := user(endpoint, "alice", nil, func(p *mcp.ElicitRequestParams) *mcp.ElicitResult {
 		if !strings.HasPrefix(p.URL, strings.TrimSuffix(endpoint, "/mcp")+"/ui/") || p.Message != texts.Ask {
 			t.Errorf("asked %q at %s", p.Message, p.URL)
@@ -127,8 +140,13 @@ func TestTwoTools(t *testing.T) {
 	wantText(t, call(t, alice, "connect_billing", nil), false, texts.AlreadyConnected)
 	// Bob's billing is his own, and not connected.
 	wantText(t, call(t, user(endpoint, "bob", never(t), nil), "refund", charge), true, TextNotConnected)
+}
 
-	// The form: accepted, declined, cancelled.
+// checkRefundForm: with billing connected, alice's refund form accepted,
+// declined, cancelled, and asked again after an answer that breaks it;
+// arguments the schema refuses never reach her.
+func checkRefundForm(t *testing.T, endpoint string, texts connect.StepTexts, charge map[string]any) {
+	t.Helper()
 	asked := 0
 	refund := func(answers ...*mcp.ElicitResult) *mcpclient.Client {
 		asked = 0
