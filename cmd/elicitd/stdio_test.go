@@ -179,71 +179,98 @@ func TestStdioTypeScriptSDK(t *testing.T) {
 	bin := testElicitd(t)
 	for _, mode := range []struct{ arg, version string }{{"2026-07-28", "2026-07-28"}, {"legacy", "2025-11-25"}} {
 		t.Run(mode.version, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, "node", append([]string{script, mode.arg, bin}, stdioArgs(t.TempDir())...)...)
-			cmd.Env = environWithoutElicit()
-			stderr := &syncBuffer{}
-			cmd.Stderr = stderr
-			in, err := cmd.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
+			run := runTSClient(t, script, mode.arg, bin)
+			if run.version != mode.version || run.forms != 1 {
+				t.Fatalf("version %q, forms %d", run.version, run.forms)
 			}
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			results := map[string]string{}
-			var version, failure string
-			var forms int
-			sc := bufio.NewScanner(out)
-			sc.Buffer(nil, 1<<20)
-			for sc.Scan() {
-				kind, rest, _ := strings.Cut(sc.Text(), " ")
-				switch kind {
-				case "VERSION":
-					version = rest
-				case "FORM":
-					forms++
-				case "ELICIT":
-					pageStep(t, rest)
-					if _, err := io.WriteString(in, "done\n"); err != nil {
-						t.Fatal(err)
-					}
-				case "RESULT":
-					tool, res, _ := strings.Cut(rest, " ")
-					results[tool] = res
-				case "ERROR":
-					failure = rest
-				}
-			}
-			if err := cmd.Wait(); err != nil || failure != "" {
-				t.Fatalf("node: %v %s\nstderr:\n%s", err, failure, stderr)
-			}
-			if version != mode.version || forms != 1 {
-				t.Fatalf("version %q, forms %d", version, forms)
-			}
-			text := func(tool string) string {
-				var r struct {
-					Content []struct{ Text string } `json:"content"`
-					IsError bool                    `json:"isError"`
-				}
-				if err := json.Unmarshal([]byte(results[tool]), &r); err != nil || len(r.Content) == 0 || r.IsError {
-					t.Fatalf("%s: %q", tool, results[tool])
-				}
-				return r.Content[0].Text
-			}
-			if got := text("export_report"); !strings.Contains(got, `"TS label"`) {
+			if got := run.text(t, "export_report"); !strings.Contains(got, `"TS label"`) {
 				t.Fatalf("export_report: %q", got)
 			}
-			if got := text(billing.ToolName); got != billing.TextConnected {
+			if got := run.text(t, billing.ToolName); got != billing.TextConnected {
 				t.Fatalf("connect_billing: %q", got)
 			}
 		})
 	}
+}
+
+// tsClientRun is what testdata/ts_stdio_client.mjs reported, one line
+// each: the protocol version, each form it answered, each tool's result
+// (JSON), and its failure, if any.
+type tsClientRun struct {
+	version, failure string
+	forms            int
+	results          map[string]string
+}
+
+// runTSClient runs the TypeScript client script in mode against the
+// elicitd binary bin, finishing each URL step's page when it asks, and
+// returns what it reported once it exited, without failing.
+func runTSClient(t *testing.T, script, mode, bin string) *tsClientRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", append([]string{script, mode, bin}, stdioArgs(t.TempDir())...)...)
+	cmd.Env = environWithoutElicit()
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	run := &tsClientRun{results: map[string]string{}}
+	run.read(t, out, in)
+	if err := cmd.Wait(); err != nil || run.failure != "" {
+		t.Fatalf("node: %v %s\nstderr:\n%s", err, run.failure, stderr)
+	}
+	return run
+}
+
+// read reads the script's report lines from out; it answers "done" on in
+// once it has finished the page of an ELICIT line.
+func (run *tsClientRun) read(t *testing.T, out io.Reader, in io.Writer) {
+	t.Helper()
+	sc := bufio.NewScanner(out)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		kind, rest, _ := strings.Cut(sc.Text(), " ")
+		switch kind {
+		case "VERSION":
+			run.version = rest
+		case "FORM":
+			run.forms++
+		case "ELICIT":
+			pageStep(t, rest)
+			if _, err := io.WriteString(in, "done\n"); err != nil {
+				t.Fatal(err)
+			}
+		case "RESULT":
+			tool, res, _ := strings.Cut(rest, " ")
+			run.results[tool] = res
+		case "ERROR":
+			run.failure = rest
+		}
+	}
+}
+
+// text is the first text block of tool's result, which must be a
+// successful one.
+func (run *tsClientRun) text(t *testing.T, tool string) string {
+	t.Helper()
+	var r struct {
+		Content []struct{ Text string } `json:"content"`
+		IsError bool                    `json:"isError"`
+	}
+	if err := json.Unmarshal([]byte(run.results[tool]), &r); err != nil || len(r.Content) == 0 || r.IsError {
+		t.Fatalf("%s: %q", tool, run.results[tool])
+	}
+	return r.Content[0].Text
 }
 
 // stdioProc is an elicitd --stdio driven line by line.
