@@ -246,51 +246,80 @@ func TestTaskInputRequired(t *testing.T) {
 		if g["status"] != "input_required" || len(reqs) != 2 || reqs["a"].(map[string]any)["method"] != "elicitation/create" {
 			t.Fatalf("tasks/get: %v", g)
 		}
-		update := func(responses string) (map[string]any, *jsonrpc.Error) {
-			return c.call(t, taskReq("tasks/update", id, tasksCaps, `,"inputResponses":`+responses))
-		}
-		// Not a valid elicitation result: refused, nothing stored.
-		if _, err := update(`{"a":{"action":"maybe"}}`); err == nil || err.Code != jsonrpc.CodeInvalidParams {
-			t.Fatalf("invalid answer: %v", err)
-		}
-		if _, err := update(`null`); err == nil || err.Code != jsonrpc.CodeInvalidParams {
-			t.Fatalf("null inputResponses: %v", err)
-		}
-		if g := getTask(t, c, id); len(g["inputRequests"].(map[string]any)) != 2 {
-			t.Fatalf("refused update changed the task: %v", g)
-		}
-		// Unknown keys are ignored with an ack.
-		if r, err := update(`{"zzz":{"action":"accept"}}`); err != nil || r["resultType"] != "complete" || len(r) != 2 {
-			t.Fatalf("unknown key: %v %v", r, err)
-		}
-		ack, err := update(`{"a":{"action":"accept","content":{"confirm":true}}}`)
-		if err != nil || ack["resultType"] != "complete" || ack["taskId"] != nil || ack["status"] != nil {
-			t.Fatalf("partial update ack: %v %v", ack, err)
-		}
-		g = getTask(t, c, id)
-		if reqs := g["inputRequests"].(map[string]any); g["status"] != "input_required" || len(reqs) != 1 || reqs["b"] == nil {
-			t.Fatalf("after the partial update: %v", g)
-		}
-		last := `{"b":{"action":"accept","content":{"confirm":true}}}`
-		for i := range 3 { // replayed: one effect
-			// The first resumes the task; a replay is acknowledged, or
-			// refused once the task has finished.
-			if _, err := update(last); err != nil && (i == 0 || !strings.Contains(err.Message, "has ended")) {
-				t.Fatal(err)
-			}
-		}
-		synctest.Wait()
-		if g := getTask(t, c, id); g["status"] != "completed" || text(g["result"].(map[string]any)) != "both confirmed" {
-			t.Fatalf("after the last answer: %v", g)
-		}
-		if _, err := update(last); err == nil || err.Code != jsonrpc.CodeInvalidParams {
-			t.Fatalf("update of a finished task: %v", err)
-		}
-		if n := effects.Load(); n != 1 {
-			t.Fatalf("effects = %d, want 1", n)
-		}
+		u := taskUpdates{c, id}
+		u.checkRefused(t)
+		u.checkPartial(t)
+		u.checkLastAnswerOnce(t, effects)
 		s.WaitTasks()
 	})
+}
+
+// taskUpdates sends tasks/update for one task as one user.
+type taskUpdates struct {
+	c  rpc
+	id string
+}
+
+func (u taskUpdates) update(t *testing.T, responses string) (map[string]any, *jsonrpc.Error) {
+	return u.c.call(t, taskReq("tasks/update", u.id, tasksCaps, `,"inputResponses":`+responses))
+}
+
+// checkRefused: updates that are not valid answers are refused, and
+// nothing of them is stored.
+func (u taskUpdates) checkRefused(t *testing.T) {
+	t.Helper()
+	// Not a valid elicitation result: refused, nothing stored.
+	if _, err := u.update(t, `{"a":{"action":"maybe"}}`); err == nil || err.Code != jsonrpc.CodeInvalidParams {
+		t.Fatalf("invalid answer: %v", err)
+	}
+	if _, err := u.update(t, `null`); err == nil || err.Code != jsonrpc.CodeInvalidParams {
+		t.Fatalf("null inputResponses: %v", err)
+	}
+	if g := getTask(t, u.c, u.id); len(g["inputRequests"].(map[string]any)) != 2 {
+		t.Fatalf("refused update changed the task: %v", g)
+	}
+}
+
+// checkPartial: unknown keys are acknowledged and ignored; answering "a"
+// alone is acknowledged, and the task then asks only "b".
+func (u taskUpdates) checkPartial(t *testing.T) {
+	t.Helper()
+	// Unknown keys are ignored with an ack.
+	if r, err := u.update(t, `{"zzz":{"action":"accept"}}`); err != nil || r["resultType"] != "complete" || len(r) != 2 {
+		t.Fatalf("unknown key: %v %v", r, err)
+	}
+	ack, err := u.update(t, `{"a":{"action":"accept","content":{"confirm":true}}}`)
+	if err != nil || ack["resultType"] != "complete" || ack["taskId"] != nil || ack["status"] != nil {
+		t.Fatalf("partial update ack: %v %v", ack, err)
+	}
+	g := getTask(t, u.c, u.id)
+	if reqs := g["inputRequests"].(map[string]any); g["status"] != "input_required" || len(reqs) != 1 || reqs["b"] == nil {
+		t.Fatalf("after the partial update: %v", g)
+	}
+}
+
+// checkLastAnswerOnce: the last answer, sent three times, completes the
+// task with one effect; an update after that is refused.
+func (u taskUpdates) checkLastAnswerOnce(t *testing.T, effects *atomic.Int32) {
+	t.Helper()
+	last := `{"b":{"action":"accept","content":{"confirm":true}}}`
+	for i := range 3 { // replayed: one effect
+		// The first resumes the task; a replay is acknowledged, or
+		// refused once the task has finished.
+		if _, err := u.update(t, last); err != nil && (i == 0 || !strings.Contains(err.Message, "has ended")) {
+			t.Fatal(err)
+		}
+	}
+	synctest.Wait()
+	if g := getTask(t, u.c, u.id); g["status"] != "completed" || text(g["result"].(map[string]any)) != "both confirmed" {
+		t.Fatalf("after the last answer: %v", g)
+	}
+	if _, err := u.update(t, last); err == nil || err.Code != jsonrpc.CodeInvalidParams {
+		t.Fatalf("update of a finished task: %v", err)
+	}
+	if n := effects.Load(); n != 1 {
+		t.Fatalf("effects = %d, want 1", n)
+	}
 }
 
 // TestTaskConcurrentUpdates: the same last answer sent concurrently
