@@ -41,7 +41,8 @@ const (
 	// OutcomeDeclined: an elicitation answered in this round was declined.
 	OutcomeDeclined Outcome = "declined"
 	// OutcomeCancelled: an elicitation answered in this round was
-	// cancelled (and none declined).
+	// cancelled (and none declined); or, for a task run, tasks/cancel
+	// ended the task while its handler ran.
 	OutcomeCancelled Outcome = "cancelled"
 	// OutcomePending: a URL-mode elicitation was accepted but the handler
 	// asked the same key again: the user consented to open the page but
@@ -51,8 +52,13 @@ const (
 	// with valid content, whatever the reply (interim or complete).
 	OutcomeAccepted Outcome = "accepted"
 	// OutcomeInputRequired: no answer was decided in this round (a first
-	// call, missing or invalid answers) and the reply asks for input.
+	// call, missing or invalid answers) and the reply asks for input (an
+	// input_required result, or a task moved to input_required).
 	OutcomeInputRequired Outcome = "input_required"
+	// OutcomeTask: no answer was decided in this round and the call was
+	// answered with a task (CreateTaskResult, SEP-2663); the task's runs
+	// are reported with the same TaskID.
+	OutcomeTask Outcome = "task"
 	// OutcomeCompleted: no answer was decided in this round and the reply
 	// is a complete result (isError included: that is the tool's failure,
 	// reported to the model, not the protocol's).
@@ -65,11 +71,12 @@ const (
 )
 
 // Outcomes lists every Outcome, for metrics that pre-declare their labels.
-var Outcomes = []Outcome{OutcomeCompleted, OutcomeInputRequired, OutcomeAccepted, OutcomeDeclined, OutcomeCancelled,
+var Outcomes = []Outcome{OutcomeCompleted, OutcomeInputRequired, OutcomeTask, OutcomeAccepted, OutcomeDeclined, OutcomeCancelled,
 	OutcomePending, OutcomeExpired, OutcomeInvalidState, OutcomeCapabilityMissing, OutcomeIdentityMismatch, OutcomeFault}
 
 // Round is what the server reports about one round (one tools/call,
-// prompts/get or resources/read request) to Options.Observer. It has no
+// prompts/get or resources/read request, or one run of a task's handler)
+// to Options.Observer. It has no
 // field for arguments, answers, messages or state on purpose: an audit
 // trail built from it cannot leak form content or secrets.
 type Round struct {
@@ -96,7 +103,13 @@ type Round struct {
 	// Restart is set when a stale state was served as a fresh call
 	// (HandlerOptions.RestartStale).
 	Restart RestartReason
-	// Latency is the time Serve took, handler included.
+	// TaskID is the task (tasks extension) the round belongs to: set on
+	// the call answered with a task (OutcomeTask) and on every run of its
+	// handler in the background, which is reported as a tools/call round
+	// with the task's operation id and round; "" otherwise.
+	TaskID string
+	// Latency is the time Serve took, handler included; for a task run,
+	// the time the run took.
 	Latency time.Duration
 }
 
@@ -111,6 +124,8 @@ type roundInfo struct {
 	refused  reqstate.Reason // the state's refusal reason, when refused
 	restart  RestartReason
 	answered Outcome // declined, cancelled, pending, accepted or ""
+	taskID   string
+	forced   Outcome // set: the outcome, whatever the response (a cancelled task run)
 }
 
 // answerRank orders the decisions an answer can carry, strongest last.
@@ -153,6 +168,9 @@ func (ri *roundInfo) summarize(req *Request, reply Reply) {
 // outcome derives the round's category from what was learnt and the
 // response (see the Outcome constants for the order).
 func (ri *roundInfo) outcome(resp *jsonrpc.Response) (Outcome, int) {
+	if ri.forced != "" {
+		return ri.forced, 0
+	}
 	if e := resp.Error; e != nil {
 		switch {
 		case e.Code == mcp.CodeMissingRequiredClientCapability:
@@ -170,8 +188,11 @@ func (ri *roundInfo) outcome(resp *jsonrpc.Response) (Outcome, int) {
 	if ri.answered != "" {
 		return ri.answered, 0
 	}
-	if _, ok := resp.Result.(*mcp.InputRequiredResult); ok {
+	switch resp.Result.(type) {
+	case *mcp.InputRequiredResult:
 		return OutcomeInputRequired, 0
+	case *mcp.CreateTaskResult:
+		return OutcomeTask, 0
 	}
 	return OutcomeCompleted, 0
 }
@@ -185,7 +206,7 @@ func (s *Server) observe(ctx context.Context, in *transport.Incoming, principal 
 		name, _, _ = strings.Cut(name, "#")
 	}
 	r := &Round{Method: in.Method, Name: clipName(name), Principal: principal, OperationID: ri.opID, Round: ri.round,
-		Restart: ri.restart, Latency: time.Since(ri.start)}
+		Restart: ri.restart, TaskID: ri.taskID, Latency: time.Since(ri.start)}
 	r.Outcome, r.Code = ri.outcome(resp)
 	defer func() {
 		if p := recover(); p != nil {

@@ -152,7 +152,10 @@ type Options struct {
 	// before it is sent, with the round's operation id, principal, name,
 	// outcome category and latency (see Round and Outcome): the hook for
 	// audit records and metrics. It runs on the request's goroutine, so it
-	// should be quick; a panic in it is logged and ignored.
+	// should be quick; a panic in it is logged and ignored. With
+	// EnableTasks it is also called once per run of a task's handler in
+	// the background (Round.TaskID set), on the run's goroutine, once the
+	// run's outcome is stored.
 	Observer Observer
 }
 

@@ -169,6 +169,24 @@ func (r *Request) TaskAllowed() bool { return r.taskAllowed && r.TaskID == "" }
 
 var errUnknownTask = jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Unknown task")
 
+// taskIDLen is the length of the task ids this server makes (newTaskID).
+const taskIDLen = 32
+
+// validTaskID reports whether id has the form of the ids this server
+// makes: 32 lowercase hex digits. Any other id names no task, so it is
+// answered as unknown without a store read.
+func validTaskID(id string) bool {
+	if len(id) != taskIDLen {
+		return false
+	}
+	for i := range len(id) {
+		if c := id[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // errNoChange makes an UpdateTask write nothing.
 var errNoChange = errors.New("no change")
 
@@ -226,6 +244,7 @@ func (s *Server) startTask(ctx context.Context, c *call, req *Request) (any, err
 	if err := rt.store.CreateTask(ctx, rec); err != nil {
 		return nil, err
 	}
+	c.ri.taskID = rec.ID
 	s.launch(rt, rec.ID)
 	return &mcp.CreateTaskResult{ResultType: mcp.ResultTypeTask, Task: rt.wire(rec), Meta: s.serverMeta()}, nil
 }
@@ -257,7 +276,7 @@ func (s *Server) launch(rt *tasks, id string) {
 			rt.mu.Unlock()
 			cancel()
 		}()
-		stop := s.renewLease(rt, id)
+		stop := s.renewLease(rt, id, cancel)
 		defer stop()
 		for again := true; again; {
 			again = s.runTask(ctx, rt, id)
@@ -266,8 +285,11 @@ func (s *Server) launch(rt *tasks, id string) {
 }
 
 // renewLease renews the lease of the working task id every third of
-// TaskOptions.Lease until stop is called.
-func (s *Server) renewLease(rt *tasks, id string) (stop func()) {
+// TaskOptions.Lease until stop is called. The renewal reads the record,
+// so it is also how a tasks/cancel served by another instance reaches
+// this run: when the task has ended (cancelled) or is gone, cancel ends
+// the run's context and renewal stops.
+func (s *Server) renewLease(rt *tasks, id string, cancel context.CancelFunc) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -280,19 +302,39 @@ func (s *Server) renewLease(rt *tasks, id string) (stop func()) {
 				return
 			case <-tick.C:
 			}
-			_, err := rt.store.UpdateTask(context.Background(), id, func(t *store.Task) error {
-				if t.Status != mcp.TaskWorking {
-					return errNoChange
-				}
-				t.LeaseUntil = rt.now().UTC().Add(rt.lease)
-				return nil
-			})
-			if err != nil && !errors.Is(err, errNoChange) {
-				s.log.Warn("mcpserver: task lease not renewed", "task", id, "err", err)
+			if !s.renew(rt, id) {
+				cancel()
+				return
 			}
 		}
 	}()
 	return func() { close(done); <-finished }
+}
+
+// errTaskEnded makes a lease renewal write nothing: the task has ended.
+var errTaskEnded = errors.New("task ended")
+
+// renew extends the lease of the working task id; false when the task
+// has ended or is gone, so its run should stop.
+func (s *Server) renew(rt *tasks, id string) bool {
+	_, err := rt.store.UpdateTask(context.Background(), id, func(t *store.Task) error {
+		switch {
+		case t.Status.Terminal():
+			return errTaskEnded
+		case t.Status != mcp.TaskWorking:
+			return errNoChange
+		}
+		t.LeaseUntil = rt.now().UTC().Add(rt.lease)
+		return nil
+	})
+	switch {
+	case errors.Is(err, errTaskEnded), errors.Is(err, store.ErrNotFound):
+		s.log.Info("mcpserver: task ended elsewhere; stopping its run", "task", id)
+		return false
+	case err != nil && !errors.Is(err, errNoChange):
+		s.log.Warn("mcpserver: task lease not renewed", "task", id, "err", err)
+	}
+	return true
 }
 
 // takeOver runs a working task whose lease has run out, on this
@@ -338,17 +380,51 @@ func (s *Server) runTask(ctx context.Context, rt *tasks, id string) (again bool)
 	if rec.Status != mcp.TaskWorking {
 		return false
 	}
+	start := time.Now()
 	in := &transport.Incoming{Method: mcp.MethodToolsCall, Name: rec.Tool, Arguments: rec.Arguments}
 	req, reply, err := s.callTask(ctx, rec)
 	if ctx.Err() != nil {
+		s.observeRun(ctx, in, rec, &roundInfo{start: start, forced: OutcomeCancelled}, nil)
 		return false // cancelled: the record already says so
 	}
 	settle, again := s.settleTask(rt, in, rec, req, reply, err)
-	if _, err := rt.store.UpdateTask(context.WithoutCancel(ctx), id, settle); err != nil && !errors.Is(err, errNoChange) {
+	settled, err := rt.store.UpdateTask(context.WithoutCancel(ctx), id, settle)
+	if err != nil && !errors.Is(err, errNoChange) {
 		s.log.Error("mcpserver: task outcome not stored", "task", id, "err", err)
 		return false
 	}
+	ri := &roundInfo{start: start}
+	if req != nil {
+		ri.summarize(req, reply)
+	}
+	if settled == nil { // the task ended (cancelled) while its handler ran
+		ri.forced = OutcomeCancelled
+	}
+	s.observeRun(ctx, in, rec, ri, settled)
 	return again
+}
+
+// observeRun reports one run of a task's handler to Options.Observer, as
+// a tools/call round of the task's operation; settled is the record the
+// run left (nil when it was cancelled).
+func (s *Server) observeRun(ctx context.Context, in *transport.Incoming, rec *store.Task, ri *roundInfo, settled *store.Task) {
+	if s.opts.Observer == nil {
+		return
+	}
+	ri.opID, ri.round, ri.taskID = rec.OperationID, rec.Round, rec.ID
+	resp := &jsonrpc.Response{}
+	if settled != nil {
+		switch settled.Status {
+		case mcp.TaskFailed:
+			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError}
+			_ = json.Unmarshal(settled.Error, resp.Error)
+		case mcp.TaskInputRequired, mcp.TaskWorking: // asked, or state only
+			resp.Result = &mcp.InputRequiredResult{}
+		default:
+			resp.Result = &mcp.CallToolResult{}
+		}
+	}
+	s.observe(context.WithoutCancel(ctx), in, rec.Principal, ri, resp)
 }
 
 // callTask rebuilds the handler's Request from the record and calls the
@@ -477,6 +553,9 @@ func (s *Server) serveTasks(ctx context.Context, in *transport.Incoming, princip
 	if !in.Meta.ClientCapabilities.HasExtension(mcp.ExtensionTasks) {
 		return nil, missingTasks(in.Method + " needs the " + mcp.ExtensionTasks + " extension declared in this request's _meta clientCapabilities")
 	}
+	if !validTaskID(in.Name) {
+		return nil, errUnknownTask
+	}
 	rec, err := rt.lookup(ctx, in.Name, principal)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -529,15 +608,19 @@ func (s *Server) ack() *mcp.Ack {
 // updateTask takes answers to the task's pending input requests. Each is
 // checked against the request it answers (-32602, nothing stored, when it
 // is not a valid result of it); answers to keys that are not pending are
-// ignored, so a replayed or concurrent update with the same answers has
-// one effect. When the last pending request is answered, the task is
-// working again and its handler runs, on this instance.
+// ignored and acknowledged, so a replayed or concurrent update with the
+// same answers has one effect, and an update of a task that has ended
+// changes nothing (no key is outstanding then). When the last pending
+// request is answered, the task is working again and its handler runs,
+// on this instance.
 func (s *Server) updateTask(ctx context.Context, rt *tasks, in *transport.Incoming, rec *store.Task) (any, error) {
 	if in.InputResponses == nil {
 		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: inputResponses is required (an object)")
 	}
 	if rec.Status.Terminal() {
-		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Task has ended (%s); it takes no more input", rec.Status)
+		// No key is outstanding: the answers are ignored and acknowledged
+		// (SEP-2663 §Task Update Requests).
+		return s.ack(), nil
 	}
 	if rec.Status == mcp.TaskInputRequired {
 		iss, _, ok := decodePayload(rec.Asked)

@@ -12,9 +12,9 @@
 //
 // # Public surface
 //
-// For servers: Store and its parts (Ledger, Effects, KeyRing) with their
-// plain types (Flow, Session, Operation, Record, StateKey, Retention,
-// SweepResult) and errors (ErrNotFound, ErrConflict, ErrUnavailable,
+// For servers: Store and its parts (Ledger, Effects, KeyRing, Tasks) with
+// their plain types (Flow, Session, Operation, Record, StateKey, Task,
+// Retention, SweepResult) and errors (ErrNotFound, ErrConflict, ErrUnavailable,
 // ErrStorageFull). For driver authors, so every driver keeps one
 // contract: CheckRecordKey, RecordData, SealingKey, Unavailable, RunSweep
 // with SweepDeleter and SweepBatch, and the Max* limits; store/storetest
@@ -211,6 +211,7 @@ type Store interface {
 
 	Ledger
 	KeyRing
+	Tasks
 }
 
 // Operation is one row of the ledger: the recorded outcome of one MRTR

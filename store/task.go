@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -8,6 +9,17 @@ import (
 
 	"github.com/mcp-elicit/elicit/mcp"
 )
+
+// Tasks keeps the tasks of the tasks extension: the method set of
+// mcpserver.TaskStore, whose doc is the contract (storetest.RunTasks
+// checks it). Every Store has it, so one store backs a server's flows,
+// ledger and tasks (mcpserver.TaskOptions.Store).
+type Tasks interface {
+	CreateTask(ctx context.Context, t *Task) error
+	GetTask(ctx context.Context, id string) (*Task, error)
+	UpdateTask(ctx context.Context, id string, update func(*Task) error) (*Task, error)
+	DeleteExpiredTasks(ctx context.Context, now time.Time) (int, error)
+}
 
 // Task is one task of the tasks extension (io.modelcontextprotocol/tasks)
 // as a store keeps it. mcpserver fills it and defines, with its

@@ -15,14 +15,8 @@ import (
 )
 
 // TaskStore is what mcpserver.TaskStore asks of a store for the tasks
-// extension, repeated here so that this package does not import the
-// server; the contract is written on mcpserver.TaskStore.
-type TaskStore interface {
-	CreateTask(ctx context.Context, t *store.Task) error
-	GetTask(ctx context.Context, id string) (*store.Task, error)
-	UpdateTask(ctx context.Context, id string, update func(*store.Task) error) (*store.Task, error)
-	DeleteExpiredTasks(ctx context.Context, now time.Time) (int, error)
-}
+// extension; the contract is written on mcpserver.TaskStore.
+type TaskStore = store.Tasks
 
 // RunTasks runs the task store contract against stores returned by open,
 // which must return an empty one every time.
