@@ -56,6 +56,9 @@ type config struct {
 	retainOperations      time.Duration
 	retainAttempts        time.Duration
 	retainReports         time.Duration // 0 = kept
+	taskTTL               time.Duration // tasks extension: ttlMs
+	taskLease             time.Duration // tasks extension: a run's lease
+	exportTime            time.Duration // export_and_send's simulated export
 	maxOAuthAttempts      int
 	auditMaxSizeMiB       int                           // rotate --audit-log FILE at this size; 0 = never
 	auditMaxFiles         int                           // rotated files kept

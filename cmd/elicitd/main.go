@@ -413,8 +413,10 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 		Logger:       logger,
 		Observer:     obs.round,
 	})
+	srv.EnableTasks(&mcpserver.TaskOptions{Store: st, TTL: cfg.taskTTL, Lease: cfg.taskLease, Now: now})
+	a.sweeper.tasks = srv.SweepTasks
 	billing.New(flows).WithWait(stepWait(cfg)).Register(srv)
-	reports.New(flows, st, logger).WithWait(stepWait(cfg)).Register(srv)
+	reports.New(flows, st, logger).WithWait(stepWait(cfg)).WithExportTime(cfg.exportTime).Register(srv)
 	if registerTestTools != nil {
 		registerTestTools(srv, st)
 	}
@@ -472,6 +474,7 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 const instructions = "Tools that need the user in the middle of a request. " +
 	"connect_billing connects the user's payment-provider account: the user enters the API key on this server's own page (URL-mode elicitation), never in the client; billing_status tells whether it is connected. " +
 	"export_report prepares a draft report for a period and dataset, asking the detail level and a label in a form; send_report sends a prepared draft to a recipient after the user connects the reporting account on this server's page and confirms in a form; list_drafts lists the user's drafts. " +
+	"export_and_send exports the report for a period and dataset, which takes a while, then asks in a form who receives it and sends it; for clients that declare the io.modelcontextprotocol/tasks extension it runs as a task. " +
 	"connect_calendar connects the user's calendar by approval at the calendar provider, started from this server's page; list_events lists its events. " +
 	"In URL mode, accept means the user agreed to open the page; a retry sent before the page is finished is held until it is (--url-wait), then answered."
 

@@ -44,6 +44,7 @@ type auditRecord struct {
 	restart     mcpserver.RestartReason
 	flowID      string
 	flowOwner   string
+	taskID      string // the round's task (tasks extension), if any
 }
 
 // auditor writes audit records to their own JSON sink, apart from the
@@ -162,6 +163,7 @@ func (a *auditor) emit(ctx context.Context, r *auditRecord) error {
 		}
 	}
 	add("operation_id", r.operationID)
+	add("task_id", r.taskID)
 	add("principal", r.principal)
 	add("method", r.method)
 	add("name", r.name)
@@ -329,7 +331,7 @@ func newObserver(cfg *config, logger *slog.Logger) (*observer, func() error, err
 
 func (o *observer) round(ctx context.Context, r *mcpserver.Round) {
 	o.record(ctx, &auditRecord{event: "mcp_round", operationID: r.OperationID, principal: r.Principal, method: r.Method,
-		name: r.Name, round: r.Round, outcome: r.Outcome, code: r.Code, latency: r.Latency, restart: r.Restart})
+		name: r.Name, round: r.Round, outcome: r.Outcome, code: r.Code, latency: r.Latency, restart: r.Restart, taskID: r.TaskID})
 }
 
 func (o *observer) identityMismatch(ctx context.Context, m *connect.IdentityMismatch) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -44,6 +45,12 @@ func init() {
 				}
 				return durationSetter(func(c *config) *time.Duration { return &c.retainReports })(c, v)
 			}},
+		setting{name: "task-ttl", def: "1h", usage: "how long a task (tasks extension: export_and_send) stays readable after it starts, sent as ttlMs; then it reads as unknown and the next sweep deletes it",
+			apply: minDurationSetter(time.Minute, "a client polls a task for at least that long", func(c *config) *time.Duration { return &c.taskTTL })},
+		setting{name: "task-lease", def: "30s", usage: "how long the instance running a task vouches for it; it renews every third of it, which is also how soon a tasks/cancel served by another instance stops the run; past it, the instance a tasks/get reaches takes the task over",
+			apply: minDurationSetter(time.Second, "renewals every third of it must reach the store", func(c *config) *time.Duration { return &c.taskLease })},
+		setting{name: "export-time", def: "3s", usage: "how long export_and_send's simulated export runs before it asks who receives the report; 0 = at once",
+			apply: minDurationSetter(0, "", func(c *config) *time.Duration { return &c.exportTime })},
 		setting{name: "max-oauth-attempts", def: "20", usage: "OAuth sign-ins one user may start within 10 minutes; past it the connect page answers 429 and stores nothing",
 			apply: intSetter(1, func(c *config) *int { return &c.maxOAuthAttempts })},
 		setting{name: "shutdown-grace", def: "5s", usage: "on SIGTERM, how long /readyz says not ready (and responses close their connections) while requests are still served, before the listeners close; 0 = none",
@@ -88,7 +95,10 @@ func (cfg *config) retention() *store.Retention {
 }
 
 // sweepKinds are the label values of elicitd_swept_rows_total.
-var sweepKinds = []string{"flows", "sessions", "operations", connect.AttemptKind, reports.KindDraft, reports.KindSend}
+var sweepKinds = []string{"flows", "sessions", "operations", connect.AttemptKind, reports.KindDraft, reports.KindSend, sweptTasks}
+
+// sweptTasks is the elicitd_swept_rows_total kind of expired tasks.
+const sweptTasks = "tasks"
 
 // sweeper removes what the retention settings say has outlived its use,
 // and reports it: one log line per sweep that removed something, and
@@ -100,32 +110,46 @@ type sweeper struct {
 	logger *slog.Logger
 	swept  *prometheus.CounterVec
 	errs   prometheus.Counter
+	// tasks deletes the tasks past their TTL (mcpserver.Server.SweepTasks);
+	// nil: none.
+	tasks func(context.Context) (int, error)
 }
 
-// sweep runs one sweep.
+// sweep runs one sweep: the store's rows, then expired tasks.
 func (s *sweeper) sweep(ctx context.Context) (*store.SweepResult, error) {
 	res, err := s.st.Sweep(ctx, s.now(), s.r)
+	counts := map[string]int64{}
 	if res != nil {
-		counts := map[string]int64{"flows": res.Flows, "sessions": res.Sessions, "operations": res.Operations}
+		counts = map[string]int64{"flows": res.Flows, "sessions": res.Sessions, "operations": res.Operations}
 		for k, n := range res.Records {
 			counts[k] = n
 		}
-		attrs := []any{}
-		for _, k := range sweepKinds {
-			if n := counts[k]; n > 0 {
-				s.swept.WithLabelValues(k).Add(float64(n))
-				attrs = append(attrs, k, n)
-			}
-		}
-		if len(attrs) > 0 {
-			s.logger.Info("swept the store", attrs...)
-		}
 	}
+	if s.tasks != nil {
+		n, terr := s.tasks(ctx)
+		counts[sweptTasks] = int64(n)
+		err = errors.Join(err, terr)
+	}
+	s.report(counts)
 	if err != nil {
 		s.errs.Inc()
 		s.logger.Error("sweeping the store", "err", err)
 	}
 	return res, err
+}
+
+// report counts and logs what a sweep removed.
+func (s *sweeper) report(counts map[string]int64) {
+	attrs := []any{}
+	for _, k := range sweepKinds {
+		if n := counts[k]; n > 0 {
+			s.swept.WithLabelValues(k).Add(float64(n))
+			attrs = append(attrs, k, n)
+		}
+	}
+	if len(attrs) > 0 {
+		s.logger.Info("swept the store", attrs...)
+	}
 }
 
 // loop sweeps every interval until ctx ends.

@@ -11,6 +11,9 @@
 //     then its own form confirmation naming the draft and the recipient.
 //     Only an accepted confirmation bound to that draft sends it.
 //   - list_drafts lists the caller's drafts and their states.
+//   - export_and_send(period, dataset) exports a report (a while), then
+//     asks in a form who receives it, then sends it; it runs as a task of
+//     the tasks extension for clients that declare it (task.go).
 //
 // Decline and cancel end an operation with distinct isError results and
 // are never asked again. Expired state and changed arguments restart with
@@ -119,6 +122,8 @@ type App struct {
 	flows  *connect.Service
 	log    *slog.Logger
 	wait   time.Duration // connect.Service.HoldRetry's d: 0 default, negative none
+	// exportTime is export_and_send's export time; nil: DefaultExportTime.
+	exportTime *time.Duration
 }
 
 // New returns the app. ledger keeps drafts, sends and the operation
@@ -142,7 +147,8 @@ func (a *App) WithWait(d time.Duration) *App {
 	return a
 }
 
-// Register adds export_report, send_report and list_drafts to s. Their
+// Register adds export_report, send_report, list_drafts and
+// export_and_send (task.go) to s. Their
 // input schemas are inferred from exportArgs, sendArgs and struct{}, and
 // the library refuses arguments that do not fit them (-32602) before a
 // handler runs.
@@ -176,6 +182,7 @@ func (a *App) Register(s *mcpserver.Server) {
 		r, err := a.listDrafts(ctx, req)
 		return r, nil, err
 	})
+	a.registerExportAndSend(s)
 }
 
 // ---- arguments ----

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcp-elicit/elicit/examples/reports"
+	"github.com/mcp-elicit/elicit/internal/mcptest"
+	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/store"
+)
+
+// metaTasks is the _meta of a client that elicits with forms and declares
+// the tasks extension.
+var metaTasks = mcptest.Meta(`{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`)
+
+const recipientAnswer = `{"action":"accept","content":{"recipient":"bob@example.com"}}`
+
+// exportAndSend calls export_and_send for 2026-Q2 sales.
+func (e *env) exportAndSend(id int, user, extra, meta string) *mcpResponse {
+	e.t.Helper()
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{"period":"2026-Q2","dataset":"sales"},%s%s}}`,
+		id, reports.ToolExportAndSend, extra, meta)
+	return e.mcp(user, "tools/call", reports.ToolExportAndSend, body)
+}
+
+// startExportTask starts export_and_send as a task and returns its id.
+func (e *env) startExportTask(t *testing.T, user string) string {
+	t.Helper()
+	r := e.exportAndSend(1, user, "", metaTasks)
+	id, _ := r.Result["taskId"].(string)
+	if r.Status != 200 || r.resultType() != "task" || id == "" {
+		t.Fatalf("want a CreateTaskResult, got HTTP %d: %s", r.Status, r.Raw)
+	}
+	return id
+}
+
+// task sends a tasks/* request for taskID as user; extra adds params
+// members (with a trailing comma).
+func (e *env) task(user, method, taskID, extra string) *mcpResponse {
+	e.t.Helper()
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":%q,"params":{"taskId":%s,%s%s}}`, method, jsonString(taskID), extra, metaTasks)
+	return e.mcp(user, method, taskID, body)
+}
+
+// answerTask sends tasks/update with answer (JSON) to the recipient question.
+func (e *env) answerTask(t *testing.T, user, taskID, answer string) {
+	t.Helper()
+	r := e.task(user, "tasks/update", taskID, `"inputResponses":{"`+reports.KeyRecipient+`":`+answer+`},`)
+	if r.Status != 200 || r.resultType() != "complete" || len(r.Result) != 2 {
+		t.Fatalf("tasks/update: want the empty ack, got HTTP %d: %s", r.Status, r.Raw)
+	}
+}
+
+// awaitTask polls tasks/get until the task has status (a hang guard, not
+// a timing assertion) and returns that answer; another terminal status
+// fails the test.
+func (e *env) awaitTask(t *testing.T, user, taskID, status string) *mcpResponse {
+	t.Helper()
+	var r *mcpResponse
+	waitFor(t, "task "+status, func() bool {
+		r = e.task(user, "tasks/get", taskID, "")
+		got, _ := r.Result["status"].(string)
+		if got != status && mcp.TaskStatus(got).Terminal() || r.Status != 200 {
+			t.Fatalf("waiting for %s: HTTP %d: %s", status, r.Status, r.Raw)
+		}
+		return got == status
+	})
+	return r
+}
+
+// taskResult is the CallToolResult a completed task inlines, as a response.
+func taskResult(t *testing.T, r *mcpResponse) *mcpResponse {
+	t.Helper()
+	res, _ := r.Result["result"].(map[string]any)
+	if res == nil {
+		t.Fatalf("no result inlined: %s", r.Raw)
+	}
+	return &mcpResponse{Status: 200, Raw: r.Raw, Result: res}
+}
+
+// TestExportAndSendTask: export_and_send runs as a task on elicitd's own
+// store: the export runs, the task asks the recipient (input_required),
+// the answer comes with tasks/update, and the send is made once however
+// often the update is replayed or raced; decline and cancel are distinct
+// results that send nothing; a client without the extension gets the same
+// steps as MRTR rounds.
+func TestExportAndSendTask(t *testing.T) {
+	e := newReportsEnv(t)
+	id := e.startExportTask(t, "alice")
+	g := e.awaitTask(t, "alice", id, "input_required")
+	asked := &mcpResponse{Status: 200, Raw: g.Raw, Result: map[string]any{"resultType": "input_required", "inputRequests": g.Result["inputRequests"]}}
+	if params := asked.input(t, reports.KeyRecipient); params["mode"] != "form" || !strings.Contains(params["message"].(string), "exported (") {
+		t.Fatalf("the recipient question: %s", g.Raw)
+	}
+	if r := e.task("bob", "tasks/get", id, ""); r.Error == nil || r.Error.Code != -32602 || r.Error.Message != "Unknown task" {
+		t.Fatalf("bob reads alice's task: %s", r.Raw)
+	}
+
+	var wg sync.WaitGroup
+	for range 8 { // raced: one send
+		wg.Add(1)
+		go func() { defer wg.Done(); e.answerTask(t, "alice", id, recipientAnswer) }()
+	}
+	wg.Wait()
+	done := taskResult(t, e.awaitTask(t, "alice", id, "completed"))
+	done.wantComplete(t, false, `Sent the sales report for 2026-Q2 (`+fmt.Sprint(done.structured()["rows"])+` rows) to "bob@example.com".`)
+	for range 3 { // replayed after the end: acknowledged, nothing sent
+		e.answerTask(t, "alice", id, recipientAnswer)
+	}
+	sends := e.wantSends(t, "alice", 1)
+	if outcome, res := e.recordedResult(t, sends[0]); outcome != reports.OutcomeSent || res["structuredContent"].(map[string]any)["send_id"] != sends[0].ID {
+		t.Fatalf("ledger: %s %v", outcome, res)
+	}
+	e.wantLedger(t, "alice", reports.OutcomeSent)
+
+	for _, tt := range []struct{ answer, text, outcome string }{
+		{declined, reports.TextExportSendDeclined, reports.OutcomeDeclined},
+		{cancelled, reports.TextExportSendCancelled, reports.OutcomeCancelled},
+	} {
+		id := e.startExportTask(t, "carol")
+		e.awaitTask(t, "carol", id, "input_required")
+		e.answerTask(t, "carol", id, tt.answer)
+		taskResult(t, e.awaitTask(t, "carol", id, "completed")).wantComplete(t, true, tt.text)
+	}
+	e.wantSends(t, "carol", 0)
+	e.wantLedger(t, "carol", reports.OutcomeDeclined, reports.OutcomeCancelled)
+
+	// Without the extension: MRTR rounds in the call.
+	r := e.exportAndSend(1, "dave", "", metaForm)
+	r.input(t, reports.KeyRecipient)
+	r = e.exportAndSend(2, "dave", retryWith(reports.KeyRecipient, recipientAnswer, r.state()), metaForm)
+	r.wantComplete(t, false, "")
+	e.wantSends(t, "dave", 1)
+}
+
+// TestExportAndSendCancelled: tasks/cancel during the export stops it
+// (the run's context ends), the task is cancelled, nothing is sent and
+// nothing is recorded.
+func TestExportAndSendCancelled(t *testing.T) {
+	e := newReportsEnv(t, func(c *config) { c.exportTime = time.Hour })
+	id := e.startExportTask(t, "alice")
+	waitFor(t, "the export to run", func() bool { return strings.Contains(e.logs.String(), "reports: export running") })
+	if r := e.task("alice", "tasks/cancel", id, ""); r.Status != 200 || r.resultType() != "complete" || len(r.Result) != 2 {
+		t.Fatalf("tasks/cancel: %s", r.Raw)
+	}
+	waitFor(t, "the export to stop", func() bool { return strings.Contains(e.logs.String(), "reports: export stopped") })
+	e.awaitTask(t, "alice", id, "cancelled")
+	e.answerTask(t, "alice", id, recipientAnswer) // after the end: acknowledged, ignored
+	e.app.mcp.WaitTasks()
+	e.wantSends(t, "alice", 0)
+	e.wantLedger(t, "alice")
+}
+
+// settleDrops is a store whose task outcomes are lost while drop is set:
+// what an instance that dies between a task's effect and storing its
+// outcome leaves behind.
+type settleDrops struct {
+	store.Store
+	drop    atomic.Bool
+	dropped atomic.Int32
+}
+
+func (s *settleDrops) UpdateTask(ctx context.Context, id string, update func(*store.Task) error) (*store.Task, error) {
+	if s.drop.Load() {
+		if rec, err := s.Store.GetTask(ctx, id); err == nil {
+			if c := rec.Clone(); update(c) == nil && c.Status.Terminal() {
+				s.dropped.Add(1)
+				return nil, errors.New("the instance died")
+			}
+		}
+	}
+	return s.Store.UpdateTask(ctx, id, update)
+}
+
+// TestExportAndSendTakeoverAfterSend: the run sent the report (ledger row
+// and send record committed) but its instance died before storing the
+// task's outcome; once the lease has run out, the instance a tasks/get
+// reaches takes the task over and runs the handler again from the top,
+// which finds the send in the ledger (keyed by the task's operation) and
+// completes the task with that result: one send.
+func TestExportAndSendTakeoverAfterSend(t *testing.T) {
+	st := &settleDrops{}
+	e := newReportsEnv(t, func(c *config) {
+		c.taskLease = 30 * time.Second
+		c.wrapStore = func(s store.Store) store.Store { st.Store = s; return st }
+	})
+	id := e.startExportTask(t, "alice")
+	e.awaitTask(t, "alice", id, "input_required")
+	st.drop.Store(true)
+	e.answerTask(t, "alice", id, recipientAnswer)
+	waitFor(t, "the run to end", func() bool { return st.dropped.Load() > 0 })
+	e.app.mcp.WaitTasks()
+	sends := e.wantSends(t, "alice", 1)
+	if g := e.task("alice", "tasks/get", id, ""); g.Result["status"] != "working" {
+		t.Fatalf("before the lease ran out: %s", g.Raw)
+	}
+	st.drop.Store(false)
+	e.advance(31 * time.Second)
+	done := taskResult(t, e.awaitTask(t, "alice", id, "completed"))
+	if done.isError() || done.structured()["send_id"] != sends[0].ID {
+		t.Fatalf("the taken-over run's result is not the recorded send %s: %s", sends[0].ID, done.Raw)
+	}
+	e.wantSends(t, "alice", 1)
+	e.wantLedger(t, "alice", reports.OutcomeSent)
+	if !strings.Contains(e.logs.String(), "answered from the ledger") {
+		t.Fatal("the re-run did not answer from the ledger")
+	}
+}
+
+// TestElicitdSweepsTasks: elicitd's sweeper deletes tasks past --task-ttl
+// and counts them in elicitd_swept_rows_total{kind="tasks"}.
+func TestElicitdSweepsTasks(t *testing.T) {
+	e := newReportsEnv(t, func(c *config) { c.taskTTL = time.Minute })
+	id := e.startExportTask(t, "alice")
+	e.awaitTask(t, "alice", id, "input_required")
+	e.advance(2 * time.Minute)
+	if r := e.task("alice", "tasks/get", id, ""); r.Error == nil || r.Error.Code != -32602 {
+		t.Fatalf("an expired task: %s", r.Raw)
+	}
+	if _, err := e.app.sweeper.sweep(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.GetTask(t.Context(), id); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the expired task is still stored: %v", err)
+	}
+	if !strings.Contains(e.logs.String(), "tasks=1") {
+		t.Fatalf("the sweep did not log the task: %s", e.logs.String())
+	}
+	_, _, m := e.browser().get(e.url + "/metrics")
+	if !strings.Contains(m, `elicitd_swept_rows_total{kind="tasks"} 1`+"\n") {
+		t.Fatalf("/metrics: %s", grepLines(m, "elicitd_swept"))
+	}
+}
