@@ -106,7 +106,8 @@ type Round struct {
 	// TaskID is the task (tasks extension) the round belongs to: set on
 	// the call answered with a task (OutcomeTask) and on every run of its
 	// handler in the background, which is reported as a tools/call round
-	// with the task's operation id and round; "" otherwise.
+	// with the task's operation id and round (the first run may be
+	// reported before the call that started it); "" otherwise.
 	TaskID string
 	// Latency is the time Serve took, handler included; for a task run,
 	// the time the run took.

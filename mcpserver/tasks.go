@@ -397,7 +397,7 @@ func (s *Server) runTask(ctx context.Context, rt *tasks, id string) (again bool)
 	if req != nil {
 		ri.summarize(req, reply)
 	}
-	if settled == nil { // the task ended (cancelled) while its handler ran
+	if settled == nil { // the task ended while its handler ran (tasks/cancel; or another run settled it)
 		ri.forced = OutcomeCancelled
 	}
 	s.observeRun(ctx, in, rec, ri, settled)
