@@ -287,7 +287,7 @@ func (s *Step) retry(ctx context.Context, req *mcpserver.Request, t StepTexts) (
 	case ans.Outcome == elicit.Declined || ans.Outcome == elicit.Cancelled:
 		return s.decline(ctx, req, flow, ans.Outcome, t)
 	case !s.Flows.Pending(flow):
-		return s.start(ctx, req, t.Expired+t.Ask)
+		return s.closedOrExpired(ctx, req, flow, t)
 	case ans.Outcome == elicit.Accepted && s.Wait >= 0:
 		return s.held(ctx, req, flow, t)
 	}
@@ -330,9 +330,26 @@ func (s *Step) held(ctx context.Context, req *mcpserver.Request, flow *store.Flo
 	case flow.Status == store.FlowComplete:
 		return s.finishedResult(ctx, req, flow, elicit.Accepted, t)
 	case !s.Flows.Pending(flow):
-		return s.start(ctx, req, t.Expired+t.Ask)
+		return s.closedOrExpired(ctx, req, flow, t)
 	}
 	return s.ask(flow, t.Pending), nil
+}
+
+// closedOrExpired answers a flow that is no longer pending: closed with an
+// outcome (declined, cancelled, denied) or expired, when a new link
+// replaces it. Closing ends the flow first and records its outcome
+// second (Service.CloseFlow), so the outcome is read again here, after
+// the flow was seen ended: a retry that raced a close gets the close's
+// answer unless both of its reads fell between the close's two writes.
+func (s *Step) closedOrExpired(ctx context.Context, req *mcpserver.Request, flow *store.Flow, t StepTexts) (mcpserver.Reply, error) {
+	outcome, err := s.Flows.ClosedOutcome(ctx, flow.ID)
+	if err != nil {
+		return nil, err
+	}
+	if outcome != "" {
+		return s.closedResult(req, outcome, t), nil
+	}
+	return s.start(ctx, req, t.Expired+t.Ask)
 }
 
 // waitMessage is the progress message while a retry is held.

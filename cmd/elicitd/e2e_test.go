@@ -115,7 +115,13 @@ type mcpResponse struct {
 // pairs; "Name:" removes one).
 func (e *env) mcp(user, method, name, body string, extra ...string) *mcpResponse {
 	e.t.Helper()
-	req, _ := http.NewRequest("POST", e.url+"/mcp", strings.NewReader(body))
+	return e.mcpAt(e.url+"/mcp", user, method, name, body, extra...)
+}
+
+// mcpAt is mcp at endpoint, e.g. a front that watches the server.
+func (e *env) mcpAt(endpoint, user, method, name, body string, extra ...string) *mcpResponse {
+	e.t.Helper()
+	req, _ := http.NewRequest("POST", endpoint, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
@@ -139,6 +145,9 @@ func (e *env) mcp(user, method, name, body string, extra ...string) *mcpResponse
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	out := &mcpResponse{Status: resp.StatusCode, Header: resp.Header, Raw: string(b)}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		b = lastSSEData(b) // a held call: keep-alives and progress, then the response
+	}
 	var env struct {
 		Result map[string]any  `json:"result"`
 		Error  json.RawMessage `json:"error"`
@@ -150,6 +159,17 @@ func (e *env) mcp(user, method, name, body string, extra ...string) *mcpResponse
 		}
 	}
 	return out
+}
+
+// lastSSEData returns the data of the last event of an event stream.
+func lastSSEData(b []byte) []byte {
+	var last []byte
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if d, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
+			last = d
+		}
+	}
+	return last
 }
 
 // The request _meta of a client that elicits with forms only

@@ -335,14 +335,20 @@ func TestURLStepFinishedFirstAnswerWins(t *testing.T) {
 // user can restart from; the link then takes nothing, and a new call
 // starts afresh.
 func TestCalendarDenialEndsTheWait(t *testing.T) {
-	c := newCalEnv(t, func(cfg *config) { cfg.urlWait = time.Hour })
+	w := newWaitEnvFor(t, calendar.ToolName)
+	c := &calEnv{env: w.env, provider: w.app.calendarProvider, pages: &recorder{}}
 	first := c.call(1, "alice", calendar.ToolName, "")
 	link := c.link(first)
 	held := make(chan *mcpResponse, 1)
 	go func() {
-		// JSON only: the answer comes whole when the wait ends.
-		held <- c.mcp("alice", "tools/call", calendar.ToolName, callBody(2, calendar.ToolName, calAnswer("accept", first.state()), metaURL), "Accept: application/json")
+		// Through the front that sees the server hold the retry.
+		held <- c.mcpAt(w.mcpURL, "alice", "tools/call", calendar.ToolName, callBody(2, calendar.ToolName, calAnswer("accept", first.state()), metaURL))
 	}()
+	select {
+	case <-w.held: // deny only once the server holds the retry
+	case r := <-held:
+		t.Fatalf("the retry was not held: %s", r.Raw)
+	}
 	alice := c.browser()
 	auth := c.startAttempt(alice, link, "alice")
 	status, _, page := alice.get(c.url + "/connect/callback?error=access_denied&state=" + url.QueryEscape(stateOf(t, auth)))
