@@ -298,7 +298,8 @@ type Request struct {
 	responses   map[string]json.RawMessage
 	issued      map[string]issued
 	notify      transport.Notifier
-	reported    Outcome // ReportOutcome
+	reported    Outcome     // ReportOutcome
+	taskStatus  *taskStatus // inside a task: SetStatusMessage (taskstatus.go)
 }
 
 // Capabilities returns the client capabilities declared on this request.
@@ -401,8 +402,13 @@ func (r *Request) Roots(key string) (*mcp.ListRootsResult, bool) {
 
 // Progress sends notifications/progress when the request carried a
 // progressToken; otherwise it does nothing. On HTTP the first call switches
-// the response to an SSE stream.
+// the response to an SSE stream. Inside a task (Request.TaskID set) there
+// is no request to notify: the progress becomes the task's statusMessage
+// instead, as SetStatusMessage sets it ("message (progress/total)").
 func (r *Request) Progress(progress, total float64, message string) error {
+	if r.taskStatus != nil {
+		return r.taskStatus.progress(progress, total, message)
+	}
 	if r.notify == nil || r.Meta.ProgressToken == nil {
 		return nil
 	}

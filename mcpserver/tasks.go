@@ -436,7 +436,8 @@ func (s *Server) callTask(ctx context.Context, rec *store.Task) (req *Request, r
 	}
 	req = &Request{Method: mcp.MethodToolsCall, Name: rec.Tool, Principal: rec.Principal, Arguments: rec.Arguments,
 		Meta:  &mcp.RequestMeta{ProtocolVersion: mcp.ProtocolVersion, ClientCapabilities: caps},
-		Round: rec.Round, OperationID: rec.OperationID, TaskID: rec.ID, responses: rec.Responses}
+		Round: rec.Round, OperationID: rec.OperationID, TaskID: rec.ID, responses: rec.Responses,
+		taskStatus: newTaskStatus(ctx, s.tasksRuntime(), rec.ID)}
 	if _, err := hex.Decode(req.opID[:], []byte(rec.OperationID)); err != nil {
 		return nil, nil, fmt.Errorf("task operation id unreadable: %w", err)
 	}

@@ -27,3 +27,15 @@ func TestTasksAcrossInstances(t *testing.T) {
 		return open()
 	})
 }
+
+// TestTaskStatusMessage: a task's statusMessage, NUL and invalid UTF-8
+// made valid (PostgreSQL text takes neither), reaches tasks/get on
+// another instance of the database.
+func TestTaskStatusMessage(t *testing.T) {
+	st, err := Open(context.Background(), pgtest.FreshSchema(t, pgtest.DSN(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tasktest.StatusMessage(t, st)
+}

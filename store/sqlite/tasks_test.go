@@ -27,3 +27,14 @@ func TestTasksAcrossInstances(t *testing.T) {
 		return open()
 	})
 }
+
+// TestTaskStatusMessage: a task's statusMessage, NUL and invalid UTF-8
+// made valid, reaches tasks/get on another instance of the database.
+func TestTaskStatusMessage(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "elicit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tasktest.StatusMessage(t, st)
+}
