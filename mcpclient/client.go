@@ -126,6 +126,17 @@ type Options struct {
 	// receives the notifications/progress that arrive on SSE answers. It is
 	// called on the calling goroutine, between reads.
 	OnProgress func(Progress)
+	// OnTaskUpdate, when set, is told about each task a call became
+	// (tasks extension, declared in Extensions) while the client follows
+	// it: once when the task is created (Polls 0), then whenever a
+	// tasks/get shows another status or statusMessage, terminal statuses
+	// included. It is called on the calling goroutine, before the client
+	// acts on what it learnt (answers the task's input requests, returns
+	// the result), so a host can update a status line, and take the
+	// terminal back before a prompt. To cancel the task, end the call's
+	// context: the client sends tasks/cancel and returns the context's
+	// error. See TaskUpdate.
+	OnTaskUpdate func(TaskUpdate)
 	// Logger receives why a tool was dropped from ListTools (HTTP-C-12)
 	// and other server oddities; nil means slog.Default().
 	Logger *slog.Logger
@@ -168,6 +179,7 @@ type Client struct {
 	stateDelay   time.Duration
 	versions     []string // spoken versions, preferred first
 	onProgress   func(Progress)
+	onTask       func(TaskUpdate)
 	log          *slog.Logger
 	maxMsg       int64
 
@@ -207,7 +219,7 @@ func newClient(opts *Options) *Client {
 	}
 	c := &Client{http: o.HTTPClient, token: o.Token, authorizer: o.Authorizer, maxAuth: o.MaxAuthorizations, info: o.ClientInfo,
 		maxRounds: o.MaxRounds, maxStateOnly: o.MaxStateOnlyRounds, stateDelay: o.StateOnlyDelay,
-		onProgress: o.OnProgress, log: o.Logger, maxMsg: o.MaxMessageBytes}
+		onProgress: o.OnProgress, onTask: o.OnTaskUpdate, log: o.Logger, maxMsg: o.MaxMessageBytes}
 	if c.http == nil {
 		c.http = &http.Client{}
 	}
@@ -665,7 +677,7 @@ func (c *Client) once(ctx context.Context, op *operation, retry *Retry) (json.Ra
 		ir.origin = origin
 	}
 	if err == nil && ir == nil && isTask(res) {
-		res, err = c.followTask(ctx, res)
+		res, err = c.followTask(ctx, &out, res)
 	}
 	return res, ir, err
 }

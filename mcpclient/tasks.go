@@ -19,7 +19,8 @@ import (
 // return the tool's result once the task completed. A failed task is an
 // *RPCError with the task's error; a cancelled one is ErrTaskCancelled.
 // When ctx ends first, the task is cancelled (tasks/cancel, best effort)
-// and ctx's error returned.
+// and ctx's error returned. Options.OnTaskUpdate hears of the task's
+// status and statusMessage as they change, for a host to show them.
 
 // Bounds of the wait between two tasks/get of a task being followed.
 const (
@@ -39,9 +40,30 @@ func isTask(raw json.RawMessage) bool {
 	return json.Unmarshal(raw, &head) == nil && head.ResultType == mcp.ResultTypeTask
 }
 
-// followTask follows the task that raw (a CreateTaskResult) started and
-// returns the tool's CallToolResult.
-func (c *Client) followTask(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+// TaskUpdate is a change of a task that a call became and the client
+// follows (Options.OnTaskUpdate): for a host to show which task runs, its
+// status and the server's statusMessage (SEP-2663 Task), and to offer to
+// cancel it (by ending the call's context: the client then sends
+// tasks/cancel).
+type TaskUpdate struct {
+	// Tool is the tool whose call became the task.
+	Tool string
+	// TaskID is the server's taskId (untrusted text: clean it before
+	// printing it).
+	TaskID string
+	// Status is the task's status; StatusMessage the server's line about
+	// it ("" when none), untrusted text like every server string.
+	Status        mcp.TaskStatus
+	StatusMessage string
+	// Polls is how many tasks/get were sent for this task so far: 0 for
+	// the CreateTaskResult, then 1, 2, ….
+	Polls int
+}
+
+// followTask follows the task that raw (a CreateTaskResult answering
+// the tools/call out; classify refuses it to any other request) started
+// and returns the tool's CallToolResult.
+func (c *Client) followTask(ctx context.Context, out *outgoing, raw json.RawMessage) (json.RawMessage, error) {
 	var created mcp.CreateTaskResult
 	if err := json.Unmarshal(raw, &created); err != nil || created.TaskID == "" {
 		return nil, &ProtocolError{Method: mcp.MethodToolsCall, Reason: "a task result without a taskId"}
@@ -52,6 +74,8 @@ func (c *Client) followTask(ctx context.Context, raw json.RawMessage) (json.RawM
 	if created.PollIntervalMs <= 0 {
 		poll = 500 * time.Millisecond
 	}
+	seen := TaskUpdate{Tool: out.target, TaskID: id}
+	c.taskUpdate(&seen, created.Status, created.StatusMessage)
 	rounds := 0
 	for {
 		t := time.NewTimer(poll)
@@ -66,11 +90,16 @@ func (c *Client) followTask(ctx context.Context, raw json.RawMessage) (json.RawM
 			mcp.DetailedTask
 			Meta map[string]json.RawMessage `json:"_meta"`
 		}
+		seen.Polls++
 		if err := c.taskCall(ctx, mcp.MethodTasksGet, id, nil, &d); err != nil {
 			if ctx.Err() != nil {
 				c.cancelTask(id)
 			}
 			return nil, err
+		}
+		c.taskUpdate(&seen, d.Status, d.StatusMessage)
+		if d.Status.Terminal() {
+			return taskOutcome(&d.DetailedTask)
 		}
 		switch d.Status {
 		case mcp.TaskWorking:
@@ -83,28 +112,47 @@ func (c *Client) followTask(ctx context.Context, raw json.RawMessage) (json.RawM
 			if err := c.answerTask(ctx, id, d.InputRequests, d.Meta); err != nil {
 				return nil, err
 			}
-		case mcp.TaskCompleted:
-			if len(d.Result) == 0 {
-				return nil, &ProtocolError{Method: mcp.MethodTasksGet, Reason: "a completed task without a result"}
-			}
-			return d.Result, nil
-		case mcp.TaskFailed:
-			e := &RPCError{Method: mcp.MethodToolsCall, Code: -32603, Message: "the task failed"}
-			var je struct {
-				Code    int             `json:"code"`
-				Message string          `json:"message"`
-				Data    json.RawMessage `json:"data"`
-			}
-			if json.Unmarshal(d.Error, &je) == nil && je.Code != 0 {
-				e.Code, e.Message, e.Data = je.Code, je.Message, je.Data
-			}
-			return nil, e
-		case mcp.TaskCancelled:
-			return nil, ErrTaskCancelled
 		default:
 			return nil, &ProtocolError{Method: mcp.MethodTasksGet, Reason: fmt.Sprintf("unknown task status %q", clip(string(d.Status), 40))}
 		}
 	}
+}
+
+// taskUpdate records the task's status and message in seen and tells
+// Options.OnTaskUpdate when either changed (always for the first, Polls 0).
+func (c *Client) taskUpdate(seen *TaskUpdate, status mcp.TaskStatus, message string) {
+	if seen.Polls > 0 && seen.Status == status && seen.StatusMessage == message {
+		return
+	}
+	seen.Status, seen.StatusMessage = status, message
+	if c.onTask != nil {
+		c.onTask(*seen)
+	}
+}
+
+// taskOutcome is the call's result or error for a task that ended: the
+// tool's result once completed, an *RPCError with the task's error once
+// failed, ErrTaskCancelled once cancelled.
+func taskOutcome(d *mcp.DetailedTask) (json.RawMessage, error) {
+	switch d.Status {
+	case mcp.TaskCompleted:
+		if len(d.Result) == 0 {
+			return nil, &ProtocolError{Method: mcp.MethodTasksGet, Reason: "a completed task without a result"}
+		}
+		return d.Result, nil
+	case mcp.TaskFailed:
+		e := &RPCError{Method: mcp.MethodToolsCall, Code: -32603, Message: "the task failed"}
+		var je struct {
+			Code    int             `json:"code"`
+			Message string          `json:"message"`
+			Data    json.RawMessage `json:"data"`
+		}
+		if json.Unmarshal(d.Error, &je) == nil && je.Code != 0 {
+			e.Code, e.Message, e.Data = je.Code, je.Message, je.Data
+		}
+		return nil, e
+	}
+	return nil, ErrTaskCancelled
 }
 
 // answerTask answers a task's pending input requests through the
