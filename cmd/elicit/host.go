@@ -31,24 +31,23 @@ type host struct {
 	term    *consent.Terminal // made on first use (terminal)
 	auth    *oauth.Authorizer // made on first use (authorizer)
 	closers []func() error    // run at the end (close)
+	// view, when set (call), is told of progress and of the task a call
+	// became, and gets the terminal back before a sign-in prompt.
+	view *waitView
 }
 
 // client makes the MCP client; handlers nil declares no client
 // capabilities (tools/list needs none). With a command, it launches the
 // server (its log goes to stderr, cleaned like every other print) and
 // learns its era; h.close stops it. Otherwise, without --token or
-// --no-login it signs in when the server asks (login.go). onProgress, if
-// set, receives the server's progress (and makes requests carry a
-// progressToken).
-func (h *host) client(ctx context.Context, handlers *mcpclient.Handlers, onProgress ...func(mcpclient.Progress)) (*mcpclient.Client, error) {
-	var progress func(mcpclient.Progress)
-	if len(onProgress) > 0 {
-		progress = onProgress[0]
-	}
+// --no-login it signs in when the server asks (login.go). With h.view
+// set, requests carry a progressToken and the view hears of progress and
+// tasks.
+func (h *host) client(ctx context.Context, handlers *mcpclient.Handlers) (*mcpclient.Client, error) {
 	if h.opts.command != nil {
 		cmd := exec.Command(h.opts.command[0], h.opts.command[1:]...)
 		cmd.Stderr = termtext.Writer(h.stderr)
-		c, err := mcpclient.NewCommand(ctx, cmd, h.clientOptions(handlers, nil, progress))
+		c, err := mcpclient.NewCommand(ctx, cmd, h.clientOptions(handlers, nil))
 		if err != nil {
 			return nil, err
 		}
@@ -56,31 +55,31 @@ func (h *host) client(ctx context.Context, handlers *mcpclient.Handlers, onProgr
 		return c, nil
 	}
 	if h.opts.token != "" || h.opts.noLogin {
-		return h.newClient(handlers, nil, progress), nil
+		return h.newClient(handlers, nil), nil
 	}
 	var c *mcpclient.Client
 	a, err := h.authorizer(func() mcpclient.Asker { return c.Asker() })
 	if err != nil {
 		return nil, err
 	}
-	c = h.newClient(handlers, a, progress)
+	c = h.newClient(handlers, a)
 	return c, nil
 }
 
 // newClient makes the HTTP MCP client with a (nil for none) or --token.
-func (h *host) newClient(handlers *mcpclient.Handlers, a *oauth.Authorizer, progress func(mcpclient.Progress)) *mcpclient.Client {
-	return mcpclient.New(h.opts.url, h.clientOptions(handlers, a, progress))
+func (h *host) newClient(handlers *mcpclient.Handlers, a *oauth.Authorizer) *mcpclient.Client {
+	return mcpclient.New(h.opts.url, h.clientOptions(handlers, a))
 }
 
 // clientOptions are the MCP client's options, with a (nil for none) or
-// --token.
-func (h *host) clientOptions(handlers *mcpclient.Handlers, a *oauth.Authorizer, progress func(mcpclient.Progress)) *mcpclient.Options {
+// --token. The tasks extension is declared: a tool may run as a task,
+// which the client follows (and h.view shows).
+func (h *host) clientOptions(handlers *mcpclient.Handlers, a *oauth.Authorizer) *mcpclient.Options {
 	var authz mcpclient.Authorizer
 	if a != nil {
 		authz = a
 	}
-	return &mcpclient.Options{
-		OnProgress: progress,
+	o := &mcpclient.Options{
 		// No overall timeout: a call waits for the user. Dialing and
 		// response headers are bounded so a dead server is reported.
 		HTTPClient: &http.Client{Transport: &http.Transport{
@@ -93,8 +92,13 @@ func (h *host) clientOptions(handlers *mcpclient.Handlers, a *oauth.Authorizer, 
 		Authorizer: authz,
 		ClientInfo: mcp.Implementation{Name: "elicit", Version: version},
 		Handlers:   handlers,
+		Extensions: map[string]json.RawMessage{mcp.ExtensionTasks: nil},
 		Logger:     stderrLogger(h.stderr),
 	}
+	if h.view != nil {
+		o.OnProgress, o.OnTaskUpdate = h.view.onProgress, h.view.onTask
+	}
+	return o
 }
 
 // stderrLogger writes the client's notes about server oddities (a tool
@@ -154,48 +158,32 @@ func (h *host) call(ctx context.Context) error {
 		}
 		term.Roots = append(term.Roots, r)
 	}
-	// After an accept in URL mode the server may hold the retry until the
-	// page is finished: say so, and let Ctrl-C withdraw the accept (the
-	// server then hears cancel) instead of ending the program.
-	ctx, wait := mcpclient.WithPageWait(ctx)
-	cancelWait := func() bool {
-		if !wait.Cancel() {
-			return false
-		}
-		fmt.Fprintln(out, "\nCancelled: telling the server.")
-		return true
-	}
-	interrupt.Store(&cancelWait)
+	// While the call waits with nothing to ask (a task at work; a retry
+	// that accepted a URL-mode step, held until the page is finished),
+	// the view says so and lets Esc or Ctrl-C stop the wait instead of
+	// ending the program.
+	ctx, page := mcpclient.WithPageWait(ctx)
+	ctx, abort := context.WithCancelCause(ctx)
+	defer abort(nil)
+	h.view = h.newWaitView(out, term, page, abort)
+	defer h.view.pause()
+	hook := h.view.interrupt
+	interrupt.Store(&hook)
 	defer interrupt.Store(nil)
-	shown := 0
-	c, err := h.client(ctx, term.Handlers(), func(mcpclient.Progress) {
-		if n := wait.Waiting(); n > 0 && n != shown {
-			shown = n
-			fmt.Fprintln(out, waitingText)
-		}
-	})
+	c, err := h.client(ctx, pauseFirst(term.Handlers(), h.view.pause))
 	if err != nil {
 		return err
 	}
-	// The input schema decides how --arg values are typed; without --arg
-	// there is nothing to look up.
-	var schema json.RawMessage
-	if len(h.opts.args) > 0 {
-		tools, err := c.ListTools(ctx)
-		if err != nil {
-			return err
-		}
-		for _, t := range tools {
-			if t.Name == h.opts.tool {
-				schema = t.InputSchema
-			}
-		}
-	}
-	args, err := buildArgs(h.opts, schema)
+	args, err := h.callArgs(ctx, c)
 	if err != nil {
 		return err
 	}
-	res, err := c.CallTool(ctx, h.opts.tool, args)
+	res, err := h.callTool(ctx, c, args)
+	h.view.pause()
+	if errors.Is(context.Cause(ctx), errCancelledByUser) && !errors.Is(err, errQuit) {
+		fmt.Fprintln(out, "Cancelled.")
+		return errCancelledByUser
+	}
 	if err != nil {
 		return err
 	}
@@ -212,8 +200,62 @@ func (h *host) call(ctx context.Context) error {
 	return nil
 }
 
+// newWaitView makes the call's wait view on out: one updating line and
+// Esc in interactive mode; lines and Ctrl-C only otherwise.
+func (h *host) newWaitView(out io.Writer, term *consent.Terminal, page *mcpclient.PageWait, abort context.CancelCauseFunc) *waitView {
+	v := &waitView{out: out, page: page, abort: abort, quit: make(chan struct{}), cols: func() int { return 0 }}
+	if term.Interactive {
+		v.tty, v.esc = true, newEscWatch(h.stdin)
+		v.cols = func() int { return columns(out) }
+	}
+	return v
+}
+
+// callArgs builds the tool's arguments; the input schema decides how
+// --arg values are typed, so with --arg the tool is looked up.
+func (h *host) callArgs(ctx context.Context, c *mcpclient.Client) (map[string]any, error) {
+	var schema json.RawMessage
+	if len(h.opts.args) > 0 {
+		tools, err := c.ListTools(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range tools {
+			if t.Name == h.opts.tool {
+				schema = t.InputSchema
+			}
+		}
+	}
+	return buildArgs(h.opts, schema)
+}
+
+// errQuit: a second Ctrl-C while the server was being told of a
+// cancelled task; elicit stops without waiting for its answer.
+var errQuit = fmt.Errorf("%w: quit before the server acknowledged the cancel", context.Canceled)
+
+// callTool calls the tool; a second Ctrl-C after a task was cancelled
+// (the view's quit) returns errQuit at once, without waiting for the
+// client to finish telling the server.
+func (h *host) callTool(ctx context.Context, c *mcpclient.Client, args map[string]any) (*mcp.CallToolResult, error) {
+	type outcome struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := c.CallTool(ctx, h.opts.tool, args)
+		done <- outcome{res, err}
+	}()
+	select {
+	case o := <-done:
+		return o.res, o.err
+	case <-h.view.quit:
+		return nil, errQuit
+	}
+}
+
 // waitingText is shown while the server holds a retry for a page.
-const waitingText = "Waiting for you to finish in the browser… (press Ctrl-C to cancel)"
+const waitingText = "Waiting for you to finish in the browser…"
 
 // printContent prints text blocks and names the others; with no content
 // at all, the structured content as JSON. Server text goes through

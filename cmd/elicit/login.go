@@ -80,6 +80,9 @@ func (h *host) authorizer(who func() mcpclient.Asker) (*oauth.Authorizer, error)
 	}
 	term := h.terminal()
 	lb := &oauth.Loopback{Open: func(ctx context.Context, req *oauth.AuthorizationRequest) error {
+		if h.view != nil {
+			h.view.pause() // the terminal is the sign-in prompt's now
+		}
 		return term.SignIn(ctx, who(), &consent.SignInRequest{URL: req.URL, Issuer: req.Issuer, Resource: req.Resource,
 			Scopes: req.Scopes, RedirectURL: req.RedirectURL})
 	}}
@@ -113,7 +116,7 @@ func (h *host) login(ctx context.Context) error {
 	if err := a.ForgetToken(ctx); err != nil {
 		return err
 	}
-	c = h.newClient(nil, a, nil)
+	c = h.newClient(nil, a)
 	if _, err := c.ListTools(ctx); err != nil {
 		return err
 	}
@@ -175,7 +178,7 @@ func checkSignIn(ctx context.Context, endpoint, clientID string, stdin io.Reader
 	if err != nil {
 		return "", err
 	}
-	c = h.newClient(nil, a, nil)
+	c = h.newClient(nil, a)
 	if _, err := c.ListTools(ctx); err != nil {
 		var rpc *mcpclient.RPCError
 		if !errors.As(err, &rpc) { // a JSON-RPC error is past the authorization

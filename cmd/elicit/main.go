@@ -36,7 +36,16 @@
 // Exit status: 0 success; 1 the tool reported an error (isError); 2 usage
 // error; 3 the call failed (server down, protocol or version error, a
 // capability the server needs and this client did not declare, a refused
-// or declined sampling or roots request).
+// or declined sampling or roots request) or was interrupted; 4 you
+// cancelled the task the call became (Esc or Ctrl-C; the server was sent
+// tasks/cancel, and "Cancelled." printed).
+//
+// A tool may run as a task of the tasks extension (io.modelcontextprotocol/tasks,
+// which call declares): elicit follows it, shows its id and then its
+// status and statusMessage (one updating line in interactive mode, a
+// line per change otherwise; with --json on stderr), and answers its
+// questions like any others. Esc (interactive mode) or Ctrl-C cancels it;
+// a second Ctrl-C while the server is being told quits at once (exit 3).
 //
 // When stdin and stdout are terminals, questions are terminal forms;
 // otherwise (or with --plain) they are numbered lines on stdout, answered
@@ -72,6 +81,7 @@ const (
 	exitToolError = 1
 	exitUsage     = 2
 	exitFailed    = 3
+	exitCancelled = 4
 )
 
 func main() {
@@ -82,8 +92,8 @@ func main() {
 }
 
 // interrupt, when set, is offered each Ctrl-C (SIGINT) first; it returns
-// true when it took care of it (a call waiting for a page was cancelled,
-// see host.call), and then the program goes on.
+// true when it took care of it (a call's wait for a page or a task was
+// cancelled, see waitView.interrupt), and then the program goes on.
 var interrupt atomic.Pointer[func() bool]
 
 // interruptContext is signal.NotifyContext for SIGINT and SIGTERM, except
@@ -188,6 +198,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitOK
 	case errors.As(err, &toolErr):
 		return exitToolError
+	case errors.Is(err, errCancelledByUser):
+		return exitCancelled // call printed "Cancelled."
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(stderr, "elicit: %s\n", termtext.Line(err.Error()))
 		return exitUsage
