@@ -28,12 +28,14 @@ func TestLoopback(t *testing.T) {
 	get := func(q url.Values) (int, string) {
 		resp, err := http.Get(redirect + "?" + q.Encode())
 		if err != nil {
-			t.Fatal(err)
+			t.Error(err) // also called from a goroutine: no Fatal
+			return 0, ""
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
+	callback := make(chan struct{}) // the real callback's request has ended
 	l.Open = func(ctx context.Context, req *AuthorizationRequest) error {
 		opened = req
 		// A stray request first: wrong state.
@@ -41,6 +43,7 @@ func TestLoopback(t *testing.T) {
 			t.Errorf("forged callback: %d %s", status, body)
 		}
 		go func() {
+			defer close(callback)
 			if status, body := get(url.Values{"state": {req.State}, "code": {"code-real-456"}, "iss": {"https://as"}}); status != 200 || strings.Contains(body, "code-real") {
 				t.Errorf("callback: %d %s", status, body)
 			}
@@ -48,6 +51,7 @@ func TestLoopback(t *testing.T) {
 		return nil
 	}
 	q, err := l.Authorize(ctx, &AuthorizationRequest{URL: "https://as/authorize", State: "s-1"})
+	<-callback
 	if err != nil || q.Get("code") != "code-real-456" || q.Get("iss") != "https://as" || opened == nil {
 		t.Fatalf("Authorize: %v %v", q, err)
 	}
