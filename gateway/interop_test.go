@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -8,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -19,6 +19,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-elicit/elicit/elicit"
+	"github.com/mcp-elicit/elicit/internal/npmtest"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpclient"
 	"github.com/mcp-elicit/elicit/mcpserver"
@@ -254,59 +255,22 @@ func callGoSDKAt(ctx context.Context, rev, gw, tool string, u user) (string, err
 	return res.Content[0].(*sdk.TextContent).Text, nil
 }
 
-// tsClientDir installs the TypeScript SDK v2 client with the matrix
-// script into a temporary directory of t's. When npm or node is missing
-// it returns "" and why; with ELICIT_TS_TEST=require (CI) it fails
-// instead.
-func tsClientDir(t *testing.T) (dir, why string) {
+// tsClient returns the TypeScript SDK v2 client's matrix script, with
+// the client installed by npm (package npmtest: skipped without npm,
+// a failure with ELICIT_TS_TEST=require).
+func tsClient(t *testing.T) string {
 	t.Helper()
-	required := os.Getenv("ELICIT_TS_TEST") == "require"
-	skip := func(why string) (string, string) {
-		t.Helper()
-		if required {
-			t.Fatal("ELICIT_TS_TEST=require but " + why)
-		}
-		return "", why + "; set ELICIT_TS_TEST=require to make this a failure"
-	}
-	if testing.Short() && !required {
-		return skip("TypeScript SDK interop skipped in -short mode")
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		return skip("npm is not on PATH")
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		return skip("node is not on PATH")
-	}
-	dir = t.TempDir()
-	script, err := os.ReadFile(filepath.Join("testdata", "tsclient_matrix.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"private":true,"type":"module"}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "matrix.mjs"), script, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefer-offline", "@modelcontextprotocol/client@2.4.0")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return skip("npm install @modelcontextprotocol/client@2.4.0 failed: " + err.Error() + "\n" + string(out))
-	}
-	return dir, ""
+	return npmtest.Script(t, filepath.Join("testdata", "tsclient_matrix.mjs"), "@modelcontextprotocol/client@2.4.0")
 }
 
 // runTS runs the matrix cases with the TypeScript client at version and
 // returns each case's outcome line, keyed "tool:action".
-func runTS(t *testing.T, dir, gw, version string, cases []string) map[string]string {
+func runTS(t *testing.T, script, gw, version string, cases []string) map[string]string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", append([]string{"matrix.mjs", gw, "alice", version}, cases...)...)
-	cmd.Dir = dir
+	cmd := exec.CommandContext(ctx, "node", append([]string{script, gw, "alice", version}, cases...)...)
+	cmd.Dir = filepath.Dir(script)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -323,51 +287,91 @@ func runTS(t *testing.T, dir, gw, version string, cases []string) map[string]str
 	return got
 }
 
+// tsServer starts the TypeScript SDK v2 server of testdata/tsserver_matrix.mjs
+// (npm @modelcontextprotocol/server 2.4.0 and @modelcontextprotocol/node
+// 2.1.2) for the rest of t's test, and returns its base URL: /mcp serves
+// 2026-07-28 statelessly, /mcp2025 2025-11-25 sessions. Skipped (or failed,
+// with ELICIT_TS_TEST=require) as npmtest says.
+func tsServer(t *testing.T) string {
+	t.Helper()
+	script := npmtest.Script(t, filepath.Join("testdata", "tsserver_matrix.mjs"),
+		"@modelcontextprotocol/server@2.4.0", "@modelcontextprotocol/node@2.1.2")
+	cmd := exec.Command("node", script)
+	cmd.Dir = filepath.Dir(script)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "mcp=")
+	if err != nil || !ok {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("the TypeScript server did not start: %q, %v\nstderr: %s", line, err, stderr.String())
+	}
+	return "http://" + addr
+}
+
+// matrixRow is an upstream of the interop matrix: how to start it, and
+// the revision the gateway must find it speaks.
+type matrixRow struct {
+	name    string
+	up      func(t *testing.T) Upstream
+	wantRev string
+}
+
+// matrixRows are the upstreams behind the gateway; the in-process ones
+// live as long as t, the TypeScript server as long as its row.
+func matrixRows(t *testing.T, p *pages) []matrixRow {
+	elicitURL := serveElicit(t, elicitFlows(p))
+	return []matrixRow{
+		{"elicit-2026", func(*testing.T) Upstream { return Upstream{URL: elicitURL, Revision: Revision2026} }, Revision2026},
+		{"elicit-2025", func(*testing.T) Upstream { return Upstream{URL: elicitURL, Revision: Revision2025} }, Revision2025},
+		{"gosdk-2026-stateless", func(t *testing.T) Upstream { return Upstream{URL: goSDK2026(t, p)} }, Revision2026},
+		{"gosdk-2025-stateful", func(t *testing.T) Upstream { return Upstream{URL: goSDK2025(t, p)} }, Revision2025},
+		{"tssdk-2026-stateless", func(t *testing.T) Upstream { return Upstream{URL: tsServer(t) + "/mcp"} }, Revision2026},
+		{"tssdk-2025-sessions", func(t *testing.T) Upstream { return Upstream{URL: tsServer(t) + "/mcp2025"} }, Revision2025},
+	}
+}
+
+// matrixCases are what every pair must complete, and the result text.
+var matrixCases = []struct {
+	tool, action, want string
+}{
+	{"form", mcp.ActionAccept, "form:Ada"},
+	{"url", mcp.ActionAccept, "url:true"},
+	{"form", mcp.ActionDecline, "declined"},
+	{"form", mcp.ActionCancel, "cancelled"},
+	{"url", mcp.ActionDecline, "declined"},
+	{"url", mcp.ActionCancel, "cancelled"},
+}
+
 func TestInteropMatrix(t *testing.T) {
 	p := newPages(t)
-	elicitURL := serveElicit(t, elicitFlows(p))
-	upstreams := []struct {
-		name string
-		up   Upstream
-	}{
-		{"elicit-2026", Upstream{URL: elicitURL, Revision: Revision2026}},
-		{"elicit-2025", Upstream{URL: elicitURL, Revision: Revision2025}},
-		{"gosdk-2026-stateless", Upstream{URL: goSDK2026(t, p)}},
-		{"gosdk-2025-stateful", Upstream{URL: goSDK2025(t, p)}},
-	}
 	clients := []struct {
 		name string
 		call func(ctx context.Context, gw, tool string, u user) (string, error)
 	}{{"ours-2026", callOurs}, {"gosdk-2025", callGoSDK}, {"gosdk-2026", callGoSDK2026}}
-	cases := []struct {
-		tool, action, want string
-	}{
-		{"form", mcp.ActionAccept, "form:Ada"},
-		{"url", mcp.ActionAccept, "url:true"},
-		{"form", mcp.ActionDecline, "declined"},
-		{"form", mcp.ActionCancel, "cancelled"},
-		{"url", mcp.ActionDecline, "declined"},
+	var names []string
+	for _, tc := range matrixCases {
+		names = append(names, tc.tool+":"+tc.action)
 	}
-	tsDir, why := tsClientDir(t)
-	if why != "" {
-		t.Log("TypeScript SDK client not run: " + why)
-	}
-	for _, up := range upstreams {
-		t.Run(up.name, func(t *testing.T) {
-			cfg := up.up
+	for _, row := range matrixRows(t, p) {
+		t.Run(row.name, func(t *testing.T) {
+			cfg := row.up(t)
 			cfg.Name, cfg.Credentials = "up", demoTokens("alice")
 			g, gw := startGateway(t, Options{Upstreams: []Upstream{cfg}})
-			if up.up.Revision == "" {
-				want := Revision2026
-				if up.name == "gosdk-2025-stateful" {
-					want = Revision2025
-				}
-				if got := g.byName["up"].revision(); got != want {
-					t.Fatalf("found revision %q, want %q", got, want)
-				}
+			if got := g.byName["up"].revision(); got != row.wantRev {
+				t.Fatalf("speaks %q with the upstream, want %q", got, row.wantRev)
 			}
 			for _, cl := range clients {
-				for _, tc := range cases {
+				for _, tc := range matrixCases {
 					t.Run(cl.name+"/"+tc.tool+"-"+tc.action, func(t *testing.T) {
 						got, err := cl.call(context.Background(), gw, tc.tool, user{tc.action})
 						if err != nil || got != tc.want {
@@ -376,20 +380,15 @@ func TestInteropMatrix(t *testing.T) {
 					})
 				}
 			}
-			if tsDir == "" {
-				return
-			}
-			var names []string
-			for _, tc := range cases {
-				names = append(names, tc.tool+":"+tc.action)
-			}
 			for _, version := range []string{Revision2026, Revision2025} {
-				got := runTS(t, tsDir, gw, version, names)
-				for _, tc := range cases {
-					if want := "RESULT " + tc.want; got[tc.tool+":"+tc.action] != want {
-						t.Errorf("typescript-sdk-%s/%s-%s: %q, want %q", version, tc.tool, tc.action, got[tc.tool+":"+tc.action], want)
+				t.Run("tsclient-"+version, func(t *testing.T) {
+					got := runTS(t, tsClient(t), gw, version, names)
+					for _, tc := range matrixCases {
+						if want := "RESULT " + tc.want; got[tc.tool+":"+tc.action] != want {
+							t.Errorf("%s-%s: %q, want %q", tc.tool, tc.action, got[tc.tool+":"+tc.action], want)
+						}
 					}
-				}
+				})
 			}
 		})
 	}
