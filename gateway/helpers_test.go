@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
 
 	"github.com/mcp-elicit/elicit/auth"
@@ -75,4 +76,12 @@ func formClient(url, user string, answer func(p *mcp.ElicitRequestParams) *mcp.E
 			return answer(p), nil
 		},
 	}})
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if elicitdBinary.dir != "" {
+		_ = os.RemoveAll(elicitdBinary.dir)
+	}
+	os.Exit(code)
 }

@@ -164,14 +164,32 @@ func goSDK2026(t *testing.T, p *pages) string {
 	return ts.URL
 }
 
-// user is how a client in front answers: the action, and for a URL the
-// page is fetched (completed) before accepting.
-type user struct{ action string }
+// user is a user calling through the gateway: who (the bearer token;
+// "" is alice), the tool's arguments, and how they answer every
+// question: with action; an accepted form with content (nil: a name,
+// Ada); an accepted URL after page completed it (nil: a GET of the link).
+type user struct {
+	action  string
+	who     string
+	args    map[string]any
+	content map[string]any
+	page    func(url string) error
+}
+
+func (u user) token() string {
+	if u.who == "" {
+		return "alice"
+	}
+	return u.who
+}
 
 func (u user) form() *mcp.ElicitResult {
 	r := &mcp.ElicitResult{Action: u.action}
 	if u.action == mcp.ActionAccept {
-		r.Content = map[string]any{"name": "Ada"}
+		r.Content = u.content
+		if r.Content == nil {
+			r.Content = map[string]any{"name": "Ada"}
+		}
 	}
 	return r
 }
@@ -180,6 +198,9 @@ func (u user) url(url string) error {
 	if u.action != mcp.ActionAccept {
 		return nil
 	}
+	if u.page != nil {
+		return u.page(url)
+	}
 	resp, err := http.Get(url)
 	if err != nil {
 		return err
@@ -187,10 +208,19 @@ func (u user) url(url string) error {
 	return resp.Body.Close()
 }
 
+// resultText is a tool result as the matrix compares it: its first text,
+// after "isError: " for an error result.
+func resultText(isError bool, text string) string {
+	if isError {
+		return "isError: " + text
+	}
+	return text
+}
+
 // callOurs calls tool through the gateway with this module's client
 // (2026-07-28).
 func callOurs(ctx context.Context, gw, tool string, u user) (string, error) {
-	c := mcpclient.New(gw, &mcpclient.Options{Token: "alice", Handlers: &mcpclient.Handlers{
+	c := mcpclient.New(gw, &mcpclient.Options{Token: u.token(), Handlers: &mcpclient.Handlers{
 		ElicitForm: func(context.Context, mcpclient.Asker, string, *mcp.ElicitRequestParams) (*mcp.ElicitResult, error) {
 			return u.form(), nil
 		},
@@ -198,11 +228,11 @@ func callOurs(ctx context.Context, gw, tool string, u user) (string, error) {
 			return &mcp.ElicitResult{Action: u.action}, u.url(p.URL)
 		},
 	}})
-	res, err := c.CallTool(ctx, tool, nil)
+	res, err := c.CallTool(ctx, tool, u.args)
 	if err != nil {
 		return "", err
 	}
-	return res.Content[0].Text, nil
+	return resultText(res.IsError, res.Content[0].Text), nil
 }
 
 // bearerTransport adds a bearer token to every request.
@@ -239,20 +269,25 @@ func callGoSDKAt(ctx context.Context, rev, gw, tool string, u user) (string, err
 			return &sdk.ElicitResult{Action: f.Action, Content: f.Content}, nil
 		},
 	})
-	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: gw, HTTPClient: &http.Client{Transport: bearerTransport{"alice"}}, MaxRetries: -1},
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: gw, HTTPClient: &http.Client{Transport: bearerTransport{u.token()}}, MaxRetries: -1},
 		&sdk.ClientSessionOptions{ProtocolVersion: rev})
 	if err != nil {
 		return "", err
 	}
 	defer cs.Close()
-	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool})
+	params := &sdk.CallToolParams{Name: tool}
+	if u.args != nil {
+		params.Arguments = u.args
+	}
+	res, err := cs.CallTool(ctx, params)
 	if err != nil {
 		return "", err
 	}
-	if res.IsError {
-		return "", fmt.Errorf("tool error %v", res.Content)
+	text, _ := res.Content[0].(*sdk.TextContent)
+	if text == nil {
+		return "", fmt.Errorf("no text content: %v", res.Content)
 	}
-	return res.Content[0].(*sdk.TextContent).Text, nil
+	return resultText(res.IsError, text.Text), nil
 }
 
 // tsClient returns the TypeScript SDK v2 client's matrix script, with
@@ -373,7 +408,7 @@ func TestInteropMatrix(t *testing.T) {
 			for _, cl := range clients {
 				for _, tc := range matrixCases {
 					t.Run(cl.name+"/"+tc.tool+"-"+tc.action, func(t *testing.T) {
-						got, err := cl.call(context.Background(), gw, tc.tool, user{tc.action})
+						got, err := cl.call(context.Background(), gw, tc.tool, user{action: tc.action})
 						if err != nil || got != tc.want {
 							t.Errorf("got %q, %v; want %q", got, err, tc.want)
 						}
