@@ -223,7 +223,28 @@ const Prefix = "_"
 // another upstream's unprefixed one. It fills routes and returns the
 // merged array, each element with its name member set to the front name.
 func (g *Gateway) named(ups []*upstream, ls []*listing, items func(*listing) []item, routes map[string]target) json.RawMessage {
-	count := map[string]int{}
+	front := g.frontNames(ups, ls, items)
+	var out []json.RawMessage
+	for i, l := range ls {
+		for _, it := range items(l) {
+			name := front(i, it.name)
+			if _, dup := routes[name]; dup {
+				g.log.Warn("gateway: a name repeats after prefixing; the first one is served", "name", clip(name, 200), "hidden", ups[i].cfg.Name)
+				continue
+			}
+			routes[name] = target{up: ups[i], name: it.name, headers: it.headers}
+			o := &object{names: slices.Clone(it.obj.names), values: slices.Clone(it.obj.values)}
+			o.set("name", quote(name))
+			out = append(out, o.encode())
+		}
+	}
+	return rawArray(out)
+}
+
+// frontNames decides named's prefixing and returns the front name of the
+// i-th upstream's name.
+func (g *Gateway) frontNames(ups []*upstream, ls []*listing, items func(*listing) []item) func(i int, name string) string {
+	count := map[string]int{} // how many upstreams list each name
 	for _, l := range ls {
 		seen := map[string]bool{}
 		for _, it := range items(l) {
@@ -233,27 +254,28 @@ func (g *Gateway) named(ups []*upstream, ls []*listing, items func(*listing) []i
 			}
 		}
 	}
-	prefixed := func(i int, name string) bool { return g.opts.PrefixAll || count[name] > 1 }
-	// A prefixed name may equal another upstream's plain name: prefix that
-	// one too, until no front name repeats.
+	// extra holds the plain names prefixed because a prefixed name equals
+	// them, keyed upstream NUL name.
 	extra := map[string]bool{}
+	prefixed := func(i int, name string) bool {
+		return g.opts.PrefixAll || count[name] > 1 || extra[ups[i].cfg.Name+"\x00"+name]
+	}
+	// Prefixing one may make a prefixed name meet another plain one: a
+	// few passes settle it.
 	for range 4 {
-		plain, pre := map[string]bool{}, map[string]bool{}
+		pre := map[string]bool{}
 		for i, l := range ls {
 			for _, it := range items(l) {
-				if prefixed(i, it.name) || extra[ups[i].cfg.Name+"\x00"+it.name] {
+				if prefixed(i, it.name) {
 					pre[ups[i].cfg.Name+Prefix+it.name] = true
-				} else {
-					plain[it.name] = true
 				}
 			}
 		}
 		changed := false
 		for i, l := range ls {
 			for _, it := range items(l) {
-				k := ups[i].cfg.Name + "\x00" + it.name
-				if !prefixed(i, it.name) && !extra[k] && pre[it.name] {
-					extra[k], changed = true, true
+				if !prefixed(i, it.name) && pre[it.name] {
+					extra[ups[i].cfg.Name+"\x00"+it.name], changed = true, true
 				}
 			}
 		}
@@ -261,24 +283,12 @@ func (g *Gateway) named(ups []*upstream, ls []*listing, items func(*listing) []i
 			break
 		}
 	}
-	var out []json.RawMessage
-	for i, l := range ls {
-		for _, it := range items(l) {
-			front := it.name
-			if prefixed(i, it.name) || extra[ups[i].cfg.Name+"\x00"+it.name] {
-				front = ups[i].cfg.Name + Prefix + it.name
-			}
-			if _, dup := routes[front]; dup {
-				g.log.Warn("gateway: a name repeats after prefixing; the first one is served", "name", clip(front, 200), "hidden", ups[i].cfg.Name)
-				continue
-			}
-			routes[front] = target{up: ups[i], name: it.name, headers: it.headers}
-			o := &object{names: slices.Clone(it.obj.names), values: slices.Clone(it.obj.values)}
-			o.set("name", quote(front))
-			out = append(out, o.encode())
+	return func(i int, name string) string {
+		if prefixed(i, name) {
+			return ups[i].cfg.Name + Prefix + name
 		}
+		return name
 	}
-	return rawArray(out)
 }
 
 // templateRegexp matches URIs against an RFC 6570 template: literal

@@ -109,55 +109,80 @@ func (g *Gateway) call(ctx context.Context, r *request) (res json.RawMessage, je
 		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: arguments are not valid JSON")
 	}
 	binding := reqstate.Binding{Principal: r.principal, Method: r.method, Name: r.name, ArgsDigest: digest}
-	var st *payload
-	if r.state != nil {
-		claims, err := g.sealer.Open(*r.state, binding)
-		if err != nil {
-			var re *reqstate.Error
-			reason := reqstate.Reason("unknown")
-			if errors.As(err, &re) {
-				reason = re.Reason
-			}
-			rd.refused = string(reason)
-			g.log.Warn("gateway: requestState refused", "reason", string(reason), "method", r.method, "principal", r.principal)
-			return nil, errInvalidState
-		}
-		if st, err = decodePayload(claims.Payload); err != nil || st.upstream != rt.up.cfg.Name {
-			// Sealed for another upstream: the catalog moved the name.
-			rd.refused = "other_upstream"
-			g.log.Warn("gateway: requestState for another upstream", "method", r.method, "principal", r.principal)
-			return nil, errInvalidState
-		}
-		rd.call, rd.n, rd.hasClaim = claims.OperationID, claims.Round, true
-	} else {
-		if _, err := rand.Read(rd.call[:]); err != nil {
-			return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "Internal error")
-		}
-		rd.hasClaim = true
+	st, jerr := g.openState(r, rt, binding, rd)
+	if jerr != nil {
+		return nil, jerr
 	}
-	callID := hex.EncodeToString(rd.call[:])
-	var a *answer
-	switch {
-	case st != nil && st.kind == kindHeld:
-		if st.instance != g.instance {
-			rd.peer = true
-			return g.peers.forward(ctx, r, rt, st)
-		}
-		a, jerr = g.held.resume(ctx, r, rt, st, callID)
-	case rt.up.revision() == Revision2025:
-		a, jerr = g.held.start(ctx, r, rt, callID)
-	default:
-		var err error
-		if a, err = rt.up.forwardModern(ctx, r, rt.name, rt.headers, st, callID); err != nil {
-			jerr = asRPC(err)
-		}
+	if st != nil && st.kind == kindHeld && st.instance != g.instance {
+		rd.peer = true
+		return g.peers.forward(ctx, r, rt, st)
 	}
+	a, jerr := g.forward(ctx, r, rt, st, hex.EncodeToString(rd.call[:]))
 	if jerr != nil {
 		return nil, jerr
 	}
 	if a.result != nil {
 		return g.withGatewayMeta(a.result, rt.up), nil
 	}
+	return g.relayInterim(r, rt, a, binding, rd)
+}
+
+// openState opens the client's requestState, if it sent one, and notes
+// its call id and round in rd; a first round gets a new call id. A state
+// that does not open, or was sealed for another upstream, is refused
+// with the one opaque error (ELICIT-STATE-01), the reason logged.
+func (g *Gateway) openState(r *request, rt target, binding reqstate.Binding, rd *round) (*payload, *jsonrpc.Error) {
+	if r.state == nil {
+		if _, err := rand.Read(rd.call[:]); err != nil {
+			return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "Internal error")
+		}
+		rd.hasClaim = true
+		return nil, nil
+	}
+	claims, err := g.sealer.Open(*r.state, binding)
+	if err != nil {
+		reason := reqstate.Reason("unknown")
+		var re *reqstate.Error
+		if errors.As(err, &re) {
+			reason = re.Reason
+		}
+		rd.refused = string(reason)
+		g.log.Warn("gateway: requestState refused", "reason", string(reason), "method", r.method, "principal", r.principal)
+		return nil, errInvalidState
+	}
+	st, err := decodePayload(claims.Payload)
+	if err != nil || st.upstream != rt.up.cfg.Name {
+		// Sealed for another upstream: the catalog moved the name.
+		rd.refused = "other_upstream"
+		g.log.Warn("gateway: requestState for another upstream", "method", r.method, "principal", r.principal)
+		return nil, errInvalidState
+	}
+	rd.call, rd.n, rd.hasClaim = claims.OperationID, claims.Round, true
+	return st, nil
+}
+
+// forward sends one round to the upstream as its revision needs: a held
+// 2025 call's retry resumes it, a 2025 upstream's first round starts
+// one, and a 2026-07-28 upstream gets the request relayed.
+func (g *Gateway) forward(ctx context.Context, r *request, rt target, st *payload, callID string) (*answer, *jsonrpc.Error) {
+	switch {
+	case st != nil && st.kind == kindHeld:
+		return g.held.resume(ctx, r, rt, st, callID)
+	case rt.up.revision() == Revision2025:
+		return g.held.start(ctx, r, rt, callID)
+	}
+	a, err := rt.up.forwardModern(ctx, r, rt.name, rt.headers, st, callID)
+	if err != nil {
+		return nil, asRPC(err)
+	}
+	return a, nil
+}
+
+// relayInterim answers an upstream's interim result: refused when it asks
+// what the client did not declare; else the questions as they came, with
+// the gateway's sealed state carrying the upstream's (or naming the held
+// call).
+func (g *Gateway) relayInterim(r *request, rt target, a *answer, binding reqstate.Binding, rd *round) (json.RawMessage, *jsonrpc.Error) {
 	rd.asked = askedKinds(a.requests)
 	if need, missing := missingCapabilities(&r.meta.ClientCapabilities, a.requests); missing {
 		// MRTR-S-08, CAP-S-01: what the client did not declare is not

@@ -226,27 +226,35 @@ func New(opts Options) (*Gateway, error) {
 	g.peers = newPeers(g, opts.PeerSecret)
 	g.held = newHeldCalls(g)
 	for i, u := range opts.Upstreams {
-		if err := validUpstreamName(u.Name); err != nil {
+		if err := g.addUpstream(u); err != nil {
 			return nil, fmt.Errorf("gateway: upstream %d: %w", i+1, err)
 		}
-		if _, dup := g.byName[u.Name]; dup {
-			return nil, fmt.Errorf("gateway: upstream name %q given twice", u.Name)
-		}
-		if err := checkURL(u.URL); err != nil {
-			return nil, fmt.Errorf("gateway: upstream %q: %w", u.Name, err)
-		}
-		switch u.Revision {
-		case "", Revision2026, Revision2025:
-		default:
-			return nil, fmt.Errorf("gateway: upstream %q: revision %q: want %s or %s (or empty to find out)", u.Name, u.Revision, Revision2026, Revision2025)
-		}
-		up := newUpstream(g, u)
-		g.upstreams = append(g.upstreams, up)
-		g.byName[u.Name] = up
 	}
 	g.cat = emptyCatalog()
 	g.validInput = transport.Of(mcpserver.New(g.info, &mcpserver.Options{Sealer: g.sealer})).ValidInputResponse
 	return g, nil
+}
+
+// addUpstream checks u and adds it.
+func (g *Gateway) addUpstream(u Upstream) error {
+	if err := validUpstreamName(u.Name); err != nil {
+		return err
+	}
+	if _, dup := g.byName[u.Name]; dup {
+		return fmt.Errorf("name %q given twice", u.Name)
+	}
+	if err := checkURL(u.URL); err != nil {
+		return fmt.Errorf("%q: %w", u.Name, err)
+	}
+	switch u.Revision {
+	case "", Revision2026, Revision2025:
+	default:
+		return fmt.Errorf("%q: revision %q: want %s or %s (or empty to find out)", u.Name, u.Revision, Revision2026, Revision2025)
+	}
+	up := newUpstream(g, u)
+	g.upstreams = append(g.upstreams, up)
+	g.byName[u.Name] = up
+	return nil
 }
 
 // validUpstreamName checks an Upstream.Name.

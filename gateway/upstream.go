@@ -337,9 +337,14 @@ func readAnswer(raw json.RawMessage) (*answer, error) {
 	case mcp.ResultTypeComplete:
 		return &answer{result: o}, nil
 	case mcp.ResultTypeInputRequired:
-	default:
-		return nil, upstreamBroke(fmt.Sprintf("unknown resultType %s", strconv.Quote(clip(rt, 40))))
+		return readInterim(o)
 	}
+	return nil, upstreamBroke(fmt.Sprintf("unknown resultType %s", strconv.Quote(clip(rt, 40))))
+}
+
+// readInterim reads an input_required result: its requestState (a string
+// when present) and its inputRequests; at least one of them.
+func readInterim(o *object) (*answer, error) {
 	a := &answer{interim: o}
 	if v := o.get("requestState"); v != nil && string(v) != "null" {
 		if v.Kind() != '"' || json.Unmarshal(v, &a.state) != nil {
@@ -348,17 +353,9 @@ func readAnswer(raw json.RawMessage) (*answer, error) {
 		a.hasState = true
 	}
 	if v := o.get("inputRequests"); v != nil && string(v) != "null" {
-		var reqs map[string]jsontext.Value
-		if v.Kind() != '{' || json.Unmarshal(v, &reqs) != nil {
-			return nil, upstreamBroke("inputRequests is not an object")
-		}
-		for k, rv := range reqs {
-			var head struct {
-				Method string `json:"method"`
-			}
-			if rv.Kind() != '{' || json.Unmarshal(rv, &head) != nil || head.Method == "" {
-				return nil, upstreamBroke(fmt.Sprintf("input request %s is not {method, params}", strconv.Quote(clip(k, 40))))
-			}
+		reqs, err := readInputRequests(v)
+		if err != nil {
+			return nil, err
 		}
 		a.requests, a.rawReqs = reqs, v
 	}
@@ -366,6 +363,24 @@ func readAnswer(raw json.RawMessage) (*answer, error) {
 		return nil, upstreamBroke("input_required with neither inputRequests nor requestState")
 	}
 	return a, nil
+}
+
+// readInputRequests reads inputRequests: an object whose every member is
+// an object with a method.
+func readInputRequests(v jsontext.Value) (map[string]jsontext.Value, error) {
+	var reqs map[string]jsontext.Value
+	if v.Kind() != '{' || json.Unmarshal(v, &reqs) != nil {
+		return nil, upstreamBroke("inputRequests is not an object")
+	}
+	for k, rv := range reqs {
+		var head struct {
+			Method string `json:"method"`
+		}
+		if rv.Kind() != '{' || json.Unmarshal(rv, &head) != nil || head.Method == "" {
+			return nil, upstreamBroke(fmt.Sprintf("input request %s is not {method, params}", strconv.Quote(clip(k, 40))))
+		}
+	}
+	return reqs, nil
 }
 
 // upstreamBroke is the error of an upstream that broke the protocol.

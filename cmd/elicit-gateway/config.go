@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -92,20 +93,52 @@ func (m *multi) Set(v string) error { m.vals = append(m.vals, v); return nil }
 // loadConfig resolves the settings: flag, then environment, then the
 // --config file, then the default.
 func loadConfig(args []string, getenv func(string) string, helpOut io.Writer) (*config, error) {
+	fl, err := parseFlags(args, helpOut)
+	if err != nil {
+		return nil, err
+	}
+	path := *fl.single["config"]
+	if !fl.set["config"] {
+		path = getenv(envName("config"))
+	}
+	file, err := readConfigFile(path)
+	if err != nil {
+		return nil, err
+	}
+	vals := map[string][]string{}
+	for _, s := range settings {
+		v, err := fl.value(s, getenv, file, path)
+		if err != nil {
+			return nil, err
+		}
+		vals[s.name] = v
+	}
+	return resolve(vals, getenv)
+}
+
+// flagValues are the command line's settings.
+type flagValues struct {
+	single   map[string]*string
+	repeated map[string]*multi
+	bools    map[string]*bool
+	set      map[string]bool // given on the command line
+}
+
+// parseFlags reads the command line; -h is errHelp.
+func parseFlags(args []string, helpOut io.Writer) (*flagValues, error) {
 	fs := flag.NewFlagSet("elicit-gateway", flag.ContinueOnError)
 	fs.SetOutput(helpOut)
-	single := map[string]*string{}
-	repeated := map[string]*multi{}
-	bools := map[string]*bool{}
+	fl := &flagValues{single: map[string]*string{}, repeated: map[string]*multi{}, bools: map[string]*bool{}, set: map[string]bool{}}
 	for _, s := range settings {
+		usage := s.usage + " [" + envName(s.name) + "]"
 		switch {
 		case s.repeated:
-			repeated[s.name] = &multi{}
-			fs.Var(repeated[s.name], s.name, s.usage+" ["+envName(s.name)+"]")
+			fl.repeated[s.name] = &multi{}
+			fs.Var(fl.repeated[s.name], s.name, usage)
 		case s.isBool:
-			bools[s.name] = fs.Bool(s.name, false, s.usage+" ["+envName(s.name)+"]")
+			fl.bools[s.name] = fs.Bool(s.name, false, usage)
 		default:
-			single[s.name] = fs.String(s.name, s.def, s.usage+" ["+envName(s.name)+"]")
+			fl.single[s.name] = fs.String(s.name, s.def, usage)
 		}
 	}
 	if err := fs.Parse(args); err != nil {
@@ -117,75 +150,78 @@ func loadConfig(args []string, getenv func(string) string, helpOut io.Writer) (*
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	path := *single["config"]
-	if !set["config"] {
-		path = getenv(envName("config"))
-	}
+	fs.Visit(func(f *flag.Flag) { fl.set[f.Name] = true })
+	return fl, nil
+}
+
+// readConfigFile reads the --config file ("" is none): an object whose
+// keys are setting names.
+func readConfigFile(path string) (map[string]json.RawMessage, error) {
 	file := map[string]json.RawMessage{}
-	if path != "" {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(data, &file); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
+	if path == "" {
+		return file, nil
 	}
-	known := map[string]bool{}
-	for _, s := range settings {
-		known[s.name] = true
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(data, &file); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	for k := range file {
-		if !known[k] || k == "config" {
+		if !slices.ContainsFunc(settings, func(s setting) bool { return s.name == k }) || k == "config" {
 			return nil, fmt.Errorf("%s: unknown setting %q", path, k)
 		}
 	}
-	value := func(s setting) ([]string, error) {
-		switch {
-		case set[s.name] && s.repeated:
-			return repeated[s.name].vals, nil
-		case set[s.name] && s.isBool:
-			return []string{fmt.Sprint(*bools[s.name])}, nil
-		case set[s.name]:
-			return []string{*single[s.name]}, nil
-		}
-		if v := getenv(envName(s.name)); v != "" {
-			if s.repeated {
-				return strings.Split(v, ","), nil
-			}
-			return []string{v}, nil
-		}
-		if raw, ok := file[s.name]; ok {
-			var one string
-			if json.Unmarshal(raw, &one) == nil {
-				return []string{one}, nil
-			}
-			var many []string
-			if s.repeated && json.Unmarshal(raw, &many) == nil {
-				return many, nil
-			}
-			var b bool
-			if s.isBool && json.Unmarshal(raw, &b) == nil {
-				return []string{fmt.Sprint(b)}, nil
-			}
-			return nil, fmt.Errorf("%s: setting %q: want a string%s", path, s.name, map[bool]string{true: " or an array of strings"}[s.repeated])
-		}
-		if s.def == "" {
-			return nil, nil
-		}
-		return []string{s.def}, nil
+	return file, nil
+}
+
+// value is one setting's values: from the command line, else the
+// environment, else the file (at path), else the default.
+func (fl *flagValues) value(s setting, getenv func(string) string, file map[string]json.RawMessage, path string) ([]string, error) {
+	switch {
+	case fl.set[s.name] && s.repeated:
+		return fl.repeated[s.name].vals, nil
+	case fl.set[s.name] && s.isBool:
+		return []string{fmt.Sprint(*fl.bools[s.name])}, nil
+	case fl.set[s.name]:
+		return []string{*fl.single[s.name]}, nil
 	}
-	vals := map[string][]string{}
-	for _, s := range settings {
-		v, err := value(s)
-		if err != nil {
-			return nil, err
+	if v := getenv(envName(s.name)); v != "" {
+		if s.repeated {
+			return strings.Split(v, ","), nil
 		}
-		vals[s.name] = v
+		return []string{v}, nil
 	}
-	return resolve(vals, getenv)
+	if raw, ok := file[s.name]; ok {
+		return fileValue(s, raw, path)
+	}
+	if s.def == "" {
+		return nil, nil
+	}
+	return []string{s.def}, nil
+}
+
+// fileValue reads a setting's value in the --config file: a string, an
+// array of strings for a repeated setting, or a boolean for a bool one.
+func fileValue(s setting, raw json.RawMessage, path string) ([]string, error) {
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		return []string{one}, nil
+	}
+	var many []string
+	if s.repeated && json.Unmarshal(raw, &many) == nil {
+		return many, nil
+	}
+	var b bool
+	if s.isBool && json.Unmarshal(raw, &b) == nil {
+		return []string{fmt.Sprint(b)}, nil
+	}
+	want := "a string"
+	if s.repeated {
+		want += " or an array of strings"
+	}
+	return nil, fmt.Errorf("%s: setting %q: want %s", path, s.name, want)
 }
 
 func first(v []string) string {

@@ -23,6 +23,35 @@ import (
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
+// configSummary is what TestConfig checks of a resolved config.
+type configSummary struct {
+	upstreams    string // name=URL,… with "+tokens" after one with credentials
+	revisions    string // each upstream's revision, comma-separated
+	addr         string
+	prefixAll    bool
+	logLevel     slog.Level
+	authMode     string
+	shutdownSecs float64
+}
+
+func summarize(c *config) configSummary {
+	var ups, revs []string
+	for _, u := range c.upstreams {
+		s := u.Name + "=" + u.URL
+		if u.Credentials != nil {
+			s += "+tokens"
+		}
+		ups, revs = append(ups, s), append(revs, u.Revision)
+	}
+	return configSummary{upstreams: strings.Join(ups, ","), revisions: strings.Join(revs, ","), addr: c.addr, prefixAll: c.prefixAll,
+		logLevel: c.logLevel, authMode: c.authMode, shutdownSecs: c.shutdownTimeout.Seconds()}
+}
+
+// defaults is the summary of a config that sets only its upstreams.
+func defaults(upstreams, revisions string) configSummary {
+	return configSummary{upstreams: upstreams, revisions: revisions, addr: "127.0.0.1:3100", authMode: "demo", shutdownSecs: 10}
+}
+
 func TestConfig(t *testing.T) {
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "a.tokens")
@@ -37,37 +66,26 @@ func TestConfig(t *testing.T) {
 	if err := os.WriteFile(cfgFile, []byte(`{"upstream":["a=http://127.0.0.1:1/mcp","b=http://127.0.0.1:2/mcp"],"prefix-all":true,"upstream-revision":"b=2025-11-25"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	two := "a=http://127.0.0.1:1/mcp,b=http://127.0.0.1:2/mcp"
+	fromFile := defaults(two, ",2025-11-25")
+	fromFile.prefixAll = true
+	beaten := defaults(two, ",2025-11-25")
+	beaten.logLevel = slog.LevelWarn
+	envAddr := defaults(two, ",")
+	envAddr.addr = "127.0.0.1:0"
 	for _, tc := range []struct {
 		name    string
 		args    []string
 		env     map[string]string
 		wantErr string
-		check   func(t *testing.T, c *config)
+		want    configSummary
 	}{
 		{name: "flags", args: []string{"--upstream", "a=http://127.0.0.1:1/mcp", "--upstream-tokens", "a=" + tokens},
-			check: func(t *testing.T, c *config) {
-				if len(c.upstreams) != 1 || c.upstreams[0].Name != "a" || c.upstreams[0].Credentials == nil || c.addr != "127.0.0.1:3100" {
-					t.Errorf("%+v", c)
-				}
-			}},
-		{name: "environment", env: map[string]string{"ELICIT_GATEWAY_UPSTREAM": "a=http://127.0.0.1:1/mcp,b=http://127.0.0.1:2/mcp", "ELICIT_GATEWAY_ADDR": "127.0.0.1:0"},
-			check: func(t *testing.T, c *config) {
-				if len(c.upstreams) != 2 || c.addr != "127.0.0.1:0" {
-					t.Errorf("%+v", c)
-				}
-			}},
-		{name: "file", args: []string{"--config", cfgFile},
-			check: func(t *testing.T, c *config) {
-				if len(c.upstreams) != 2 || !c.prefixAll || c.upstreams[1].Revision != "2025-11-25" {
-					t.Errorf("%+v", c)
-				}
-			}},
-		{name: "flag beats environment beats file", args: []string{"--config", cfgFile, "--prefix-all=false"}, env: map[string]string{"ELICIT_GATEWAY_LOG_LEVEL": "warn"},
-			check: func(t *testing.T, c *config) {
-				if len(c.upstreams) != 2 || c.prefixAll || c.logLevel != slog.LevelWarn {
-					t.Errorf("%+v", c)
-				}
-			}},
+			want: defaults("a=http://127.0.0.1:1/mcp+tokens", "")},
+		{name: "environment", env: map[string]string{"ELICIT_GATEWAY_UPSTREAM": two, "ELICIT_GATEWAY_ADDR": "127.0.0.1:0"}, want: envAddr},
+		{name: "file", args: []string{"--config", cfgFile}, want: fromFile},
+		{name: "flag beats environment beats file", args: []string{"--config", cfgFile, "--prefix-all=false"},
+			env: map[string]string{"ELICIT_GATEWAY_LOG_LEVEL": "warn"}, want: beaten},
 		{name: "no upstream", wantErr: "no --upstream"},
 		{name: "not NAME=URL", args: []string{"--upstream", "http://x"}, wantErr: "want NAME=URL"},
 		{name: "tokens for an unknown upstream", args: []string{"--upstream", "a=http://127.0.0.1:1/mcp", "--upstream-tokens", "b=" + tokens}, wantErr: "for a NAME given with --upstream"},
@@ -79,18 +97,17 @@ func TestConfig(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := loadConfig(tc.args, env(tc.env), io.Discard)
 			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err %v, want %q", err, tc.wantErr)
-				}
-				if strings.Contains(err.Error(), "a1") {
-					t.Errorf("the error shows a token: %v", err)
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || strings.Contains(err.Error(), "a1") {
+					t.Fatalf("err %v, want %q (and never the token)", err, tc.wantErr)
 				}
 				return
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			tc.check(t, c)
+			if got := summarize(c); got != tc.want {
+				t.Errorf("got %+v\nwant %+v", got, tc.want)
+			}
 		})
 	}
 }
@@ -98,10 +115,9 @@ func TestConfig(t *testing.T) {
 // syncBuffer collects a stream written by several goroutines.
 type syncBuffer = mcptest.SyncBuffer
 
-// The command serves an upstream's tool with its question relayed, the
-// upstream sees the user's own token from the token file (never the
-// client's), and the audit line names both sides.
-func TestRunServes(t *testing.T) {
+// greetUpstream serves a tool that asks a name and answers with it and
+// the principal the upstream saw, on both eras, until t ends.
+func greetUpstream(t *testing.T) string {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := mcpserver.New(mcp.Implementation{Name: "up", Version: "1"}, &mcpserver.Options{Logger: quiet})
 	type who struct {
@@ -115,30 +131,56 @@ func TestRunServes(t *testing.T) {
 	})
 	h := legacy.NewHandler(srv, streamhttp.NewHandler(srv, &streamhttp.Options{Auth: auth.DemoBearer{}, Logger: quiet}), &legacy.Options{Logger: quiet})
 	up := httptest.NewServer(h)
-	defer up.Close()
-	defer h.Close()
+	t.Cleanup(func() { up.Close(); _ = h.Close() })
+	return up.URL
+}
 
-	dir := t.TempDir()
-	tokens := filepath.Join(dir, "up.tokens")
-	if err := os.WriteFile(tokens, []byte("@gateway gw\nalice alice-at-upstream\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+// runCommand runs the command with args until stop, and returns its MCP
+// endpoint, its standard output (the audit records) and stop, which
+// returns run's error.
+func runCommand(t *testing.T, args ...string) (gw string, stdout *syncBuffer, stop func() error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	addr := make(chan string, 1)
 	done := make(chan error, 1)
-	audit := &syncBuffer{}
+	stdout = &syncBuffer{}
 	go func() {
-		done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--data", dir, "--upstream", "up=" + up.URL, "--upstream-tokens", "up=" + tokens, "--log-level", "error"},
-			env(nil), audit, io.Discard, func(a string) { addr <- a })
+		done <- run(ctx, append([]string{"--addr", "127.0.0.1:0", "--log-level", "error"}, args...), env(nil), stdout, io.Discard, func(a string) { addr <- a })
 	}()
-	var gw string
 	select {
 	case a := <-addr:
 		gw = "http://" + a + "/mcp"
 	case err := <-done:
 		t.Fatal(err)
 	}
+	return gw, stdout, func() error { cancel(); return <-done }
+}
+
+// auditLines reads the audit records the command wrote.
+func auditLines(t *testing.T, out string) []auditLine {
+	var lines []auditLine
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var a auditLine
+		if err := json.Unmarshal([]byte(l), &a); err != nil {
+			t.Fatalf("audit line %q: %v", l, err)
+		}
+		lines = append(lines, a)
+	}
+	return lines
+}
+
+// The command serves an upstream's tool with its question relayed, the
+// upstream sees the user's own token from the token file (never the
+// client's), and the audit line names both sides.
+func TestRunServes(t *testing.T) {
+	up := greetUpstream(t)
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "up.tokens")
+	if err := os.WriteFile(tokens, []byte("@gateway gw\nalice alice-at-upstream\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gw, audit, stop := runCommand(t, "--data", dir, "--upstream", "up="+up, "--upstream-tokens", "up="+tokens)
+	ctx := t.Context()
 	c := mcpclient.New(gw, &mcpclient.Options{Token: "alice", Handlers: &mcpclient.Handlers{
 		ElicitForm: func(context.Context, mcpclient.Asker, string, *mcp.ElicitRequestParams) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: mcp.ActionAccept, Content: map[string]any{"name": "Ada"}}, nil
@@ -152,20 +194,18 @@ func TestRunServes(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no credentials") {
 		t.Errorf("bob: %v", err)
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	var lines []auditLine
-	for _, l := range strings.Split(strings.TrimSpace(audit.String()), "\n") {
-		var a auditLine
-		if err := json.Unmarshal([]byte(l), &a); err != nil {
-			t.Fatalf("audit line %q: %v", l, err)
-		}
-		lines = append(lines, a)
+	type seen struct{ principal, outcome, call, clientRev, upstreamRev string }
+	var got []seen
+	for _, a := range auditLines(t, audit.String()) {
+		got = append(got, seen{a.Principal, a.Outcome, a.Call, a.ClientRevision, a.UpstreamRevision})
 	}
-	if len(lines) != 3 || lines[0].Outcome != "input_required" || lines[1].Outcome != "complete" || lines[0].Call != lines[1].Call ||
-		lines[1].UpstreamRevision != "2026-07-28" || lines[1].ClientRevision != "2026-07-28" || lines[2].Principal != "bob" || lines[2].Outcome != "error" {
+	if len(got) != 3 || got[0].call == "" || got[1].call != got[0].call ||
+		got[0] != (seen{"alice", "input_required", got[0].call, "2026-07-28", "2026-07-28"}) ||
+		got[1] != (seen{"alice", "complete", got[0].call, "2026-07-28", "2026-07-28"}) ||
+		got[2].principal != "bob" || got[2].outcome != "error" {
 		t.Errorf("audit: %s", audit.String())
 	}
 	if strings.Contains(audit.String(), "Ada") || strings.Contains(audit.String(), "alice-at-upstream") {
