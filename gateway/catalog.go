@@ -69,7 +69,7 @@ func (g *Gateway) refresh(ctx context.Context, strict bool) error {
 	for _, up := range g.upstreams {
 		l, err := up.listing(ctx)
 		if err != nil {
-			g.log.Warn("gateway: upstream catalog not read", "upstream", up.cfg.Name, "url", up.cfg.URL, "err", err)
+			g.log.Warn("gateway: upstream catalog not read", "upstream", up.cfg.Name, "at", up.where(), "err", err)
 			errs = append(errs, fmt.Errorf("upstream %q: %w", up.cfg.Name, err))
 			if old := prev.last[up.cfg.Name]; old != nil {
 				last[up.cfg.Name] = old

@@ -49,6 +49,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os/exec"
 	"sync"
 	"time"
 
@@ -82,16 +83,39 @@ type Upstream struct {
 	// and hyphens, starting with a letter; unique. It prefixes colliding
 	// names (Name + "_" + name) and appears in MetaUpstream and the audit.
 	Name string
-	// URL is the upstream's MCP endpoint, http or https.
+	// URL is the upstream's MCP endpoint, http or https. Either URL or
+	// Command is set.
 	URL string
+	// Command, instead of URL, runs the upstream as a local program that
+	// speaks MCP 2026-07-28 over its standard input and output: one
+	// process per user (never a process shared between users), started
+	// on the user's first request with the cmd Command returns for them:
+	// principal is the user's id (CatalogPrincipal for the gateway's own
+	// process, which reads the catalog) and token their credential from
+	// Credentials ("" when none; a user with ErrNoCredentials gets no
+	// process). The cmd must not be started and must leave Stdin and
+	// Stdout nil (package mcpclient, NewCommand, drives them). CommandLine
+	// builds one from a program and its arguments. A process that exits
+	// fails the requests in progress with a retryable -32603, and the next
+	// request starts a new one.
+	Command func(principal, token string) *exec.Cmd
+	// MaxProcesses bounds a Command upstream's processes; 0 means
+	// DefaultMaxProcesses. A new user's request at the bound closes the
+	// process idle the longest, or, when every process is busy, is refused
+	// with a retryable -32603.
+	MaxProcesses int
+	// ProcessIdle closes a Command upstream's process unused this long;
+	// 0 means DefaultProcessIdle.
+	ProcessIdle time.Duration
 	// Credentials give each user's token at this upstream; nil means
 	// Anonymous.
 	Credentials Credentials
 	// Revision is the protocol revision to speak: "" finds out (a
 	// server/discover at 2026-07-28 first; an upstream that does not
-	// answer it gets 2025-11-25 sessions), Revision2026 or Revision2025.
+	// answer it gets 2025-11-25 sessions), Revision2026 or Revision2025
+	// (not for a Command upstream).
 	Revision string
-	// HTTPClient sends the requests; nil means one with no overall
+	// HTTPClient sends the requests to URL; nil means one with no overall
 	// timeout (a tool call may take long; contexts bound each request).
 	HTTPClient *http.Client
 }
@@ -243,8 +267,15 @@ func (g *Gateway) addUpstream(u Upstream) error {
 	if _, dup := g.byName[u.Name]; dup {
 		return fmt.Errorf("name %q given twice", u.Name)
 	}
-	if err := checkURL(u.URL); err != nil {
-		return fmt.Errorf("%q: %w", u.Name, err)
+	switch {
+	case u.Command != nil && u.URL != "":
+		return fmt.Errorf("%q: both a URL and a Command", u.Name)
+	case u.Command != nil && u.Revision == Revision2025:
+		return fmt.Errorf("%q: a Command upstream speaks %s", u.Name, Revision2026)
+	case u.Command == nil:
+		if err := checkURL(u.URL); err != nil {
+			return fmt.Errorf("%q: %w", u.Name, err)
+		}
 	}
 	switch u.Revision {
 	case "", Revision2026, Revision2025:
@@ -290,6 +321,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 	bg, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel
 	go g.refreshLoop(bg)
+	go g.sweepLoop(bg)
 	return nil
 }
 
@@ -311,6 +343,38 @@ func (g *Gateway) Close() error {
 		up.close()
 	}
 	return nil
+}
+
+// sweepLoop closes idle upstream processes until ctx ends: it looks
+// every tenth of the shortest ProcessIdle (at least every second, at
+// most every minute).
+func (g *Gateway) sweepLoop(ctx context.Context) {
+	every := time.Minute
+	for _, up := range g.upstreams {
+		if up.procs != nil {
+			every = min(every, max(up.processIdle()/10, time.Second))
+		}
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			g.sweepProcesses()
+		}
+	}
+}
+
+// sweepProcesses closes the upstream processes idle for their
+// ProcessIdle or longer.
+func (g *Gateway) sweepProcesses() {
+	for _, up := range g.upstreams {
+		if up.procs != nil {
+			up.procs.sweep()
+		}
+	}
 }
 
 // Instance returns this instance's id (32 hex characters), as held calls

@@ -79,6 +79,9 @@ func formClient(url, user string, answer func(p *mcp.ElicitRequestParams) *mcp.E
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv(stdioChildEnv) != "" {
+		os.Exit(stdioChild())
+	}
 	code := m.Run()
 	if elicitdBinary.dir != "" {
 		_ = os.RemoveAll(elicitdBinary.dir)

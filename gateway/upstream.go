@@ -31,9 +31,10 @@ type upstream struct {
 	http  *http.Client
 
 	mu     sync.Mutex
-	rev    string // the revision spoken, "" until found out
-	modern *mcpclient.Client
+	rev    string            // the revision spoken, "" until found out
+	modern *mcpclient.Client // a URL upstream's client, shared by every user
 	pool   *sessionPool
+	procs  *processPool // a Command upstream's processes, one per user
 }
 
 func newUpstream(g *Gateway, cfg Upstream) *upstream {
@@ -44,6 +45,11 @@ func newUpstream(g *Gateway, cfg Upstream) *upstream {
 	if u.http == nil {
 		u.http = &http.Client{}
 	}
+	u.pool = newSessionPool(u)
+	if cfg.Command != nil {
+		u.procs = newProcessPool(u)
+		return u
+	}
 	u.modern = mcpclient.New(cfg.URL, &mcpclient.Options{
 		HTTPClient: u.http,
 		Authorizer: upstreamAuth{u},
@@ -53,8 +59,44 @@ func newUpstream(g *Gateway, cfg Upstream) *upstream {
 		// is the client's to drive.
 		MaxRounds: 1,
 	})
-	u.pool = newSessionPool(u)
 	return u
+}
+
+// client returns the client that reaches the upstream for principal, and
+// the function to call with the request's error when done with it: the
+// shared client of a URL upstream, or principal's own process of a
+// Command upstream.
+func (u *upstream) client(ctx context.Context, principal string) (*mcpclient.Client, func(error), error) {
+	if u.procs == nil {
+		return u.modern, func(error) {}, nil
+	}
+	pr, err := u.procs.acquire(ctx, principal)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pr.c, func(err error) { u.procs.release(pr, err) }, nil
+}
+
+// where names the upstream in logs: its URL, or its command's program.
+func (u *upstream) where() string {
+	if u.cfg.Command == nil {
+		return u.cfg.URL
+	}
+	return "stdio"
+}
+
+func (u *upstream) maxProcesses() int {
+	if u.cfg.MaxProcesses > 0 {
+		return u.cfg.MaxProcesses
+	}
+	return DefaultMaxProcesses
+}
+
+func (u *upstream) processIdle() time.Duration {
+	if u.cfg.ProcessIdle > 0 {
+		return u.cfg.ProcessIdle
+	}
+	return DefaultProcessIdle
 }
 
 func (u *upstream) revision() string {
@@ -63,7 +105,12 @@ func (u *upstream) revision() string {
 	return u.rev
 }
 
-func (u *upstream) close() { u.pool.closeAll() }
+func (u *upstream) close() {
+	u.pool.closeAll()
+	if u.procs != nil {
+		u.procs.closeAll()
+	}
+}
 
 // principalKey carries the user a request to an upstream is made for.
 type principalKey struct{}
@@ -99,6 +146,16 @@ func (u *upstream) find(ctx context.Context) (string, error) {
 		return rev, nil
 	}
 	rev := u.cfg.Revision
+	if u.procs != nil {
+		// The gateway's own process says: it is refused unless it speaks
+		// 2026-07-28.
+		_, done, err := u.client(ctx, CatalogPrincipal)
+		if err != nil {
+			return "", err
+		}
+		done(nil)
+		rev = Revision2026
+	}
 	if rev == "" {
 		d, err := u.modern.Discover(withPrincipal(ctx, CatalogPrincipal))
 		switch {
@@ -128,7 +185,8 @@ func (u *upstream) find(ctx context.Context) (string, error) {
 // like.
 func unreachable(err error) bool {
 	var ce *mcpclient.ConnectionError
-	return errors.As(err, &ce) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+	var pe *errProcess
+	return errors.As(err, &ce) || errors.As(err, &pe) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
 // item is one element of an upstream's list: its raw object, its name
@@ -150,13 +208,18 @@ type listing struct {
 }
 
 // listModern reads a 2026-07-28 upstream's catalog.
-func (u *upstream) listModern(ctx context.Context) (*listing, error) {
+func (u *upstream) listModern(ctx context.Context) (l *listing, err error) {
 	ctx = withPrincipal(ctx, CatalogPrincipal)
-	d, err := u.modern.Discover(ctx)
+	c, done, err := u.client(ctx, CatalogPrincipal)
 	if err != nil {
 		return nil, err
 	}
-	l := &listing{caps: d.Capabilities, instructions: d.Instructions, ttl: time.Duration(d.TTLMs) * time.Millisecond, private: d.CacheScope != mcp.CacheScopePublic}
+	defer func() { done(err) }()
+	d, err := c.Discover(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l = &listing{caps: d.Capabilities, instructions: d.Instructions, ttl: time.Duration(d.TTLMs) * time.Millisecond, private: d.CacheScope != mcp.CacheScopePublic}
 	lists := []struct {
 		on     bool
 		method string
@@ -173,7 +236,7 @@ func (u *upstream) listModern(ctx context.Context) (*listing, error) {
 		if !li.on {
 			continue
 		}
-		if err := u.walk(ctx, li.method, li.member, li.key, l, li.into); err != nil {
+		if err := walk(ctx, c, li.method, li.member, li.key, l, li.into); err != nil {
 			return nil, fmt.Errorf("%s: %w", li.method, err)
 		}
 	}
@@ -186,11 +249,11 @@ const maxPages = 1000
 
 // walk reads every page of a list method into items, keyed by the key
 // member of each element.
-func (u *upstream) walk(ctx context.Context, method, member, key string, l *listing, into *[]item) error {
+func walk(ctx context.Context, c *mcpclient.Client, method, member, key string, l *listing, into *[]item) error {
 	cursor := ""
 	seen := map[string]bool{}
 	for range maxPages {
-		raw, err := u.modern.SendRaw(ctx, &mcpclient.RawRequest{Method: method, Cursor: cursor})
+		raw, err := c.SendRaw(ctx, &mcpclient.RawRequest{Method: method, Cursor: cursor})
 		if err != nil {
 			return err
 		}
@@ -311,7 +374,12 @@ func (u *upstream) forwardModern(ctx context.Context, r *request, target string,
 		s := st.state
 		rr.RequestState = &s
 	}
-	raw, err := u.modern.SendRaw(withPrincipal(ctx, r.principal), rr)
+	c, done, err := u.client(ctx, r.principal)
+	if err != nil {
+		return nil, u.wireError(r, err)
+	}
+	raw, err := c.SendRaw(withPrincipal(ctx, r.principal), rr)
+	done(err)
 	if err != nil {
 		return nil, u.wireError(r, err)
 	}
@@ -396,6 +464,7 @@ func upstreamBroke(why string) *jsonrpc.Error {
 func (u *upstream) wireError(r *request, err error) *jsonrpc.Error {
 	var rpc *mcpclient.RPCError
 	var ae *mcpclient.AuthError
+	var je *jsonrpc.Error
 	switch {
 	case errors.As(err, &rpc):
 		e := &jsonrpc.Error{Code: rpc.Code, Message: rpc.Message}
@@ -403,6 +472,8 @@ func (u *upstream) wireError(r *request, err error) *jsonrpc.Error {
 			e.Data = retryData(rpc.Data)
 		}
 		return e
+	case errors.As(err, &je): // the gateway's own, e.g. no process free
+		return je
 	case errors.Is(err, ErrNoCredentials):
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("The gateway holds no credentials for you at upstream %q; ask its operator", u.cfg.Name)}
 	case errors.As(err, &ae):

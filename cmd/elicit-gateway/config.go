@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -50,6 +51,9 @@ type config struct {
 	auditLog        string
 	peerURL         string
 	shutdownTimeout time.Duration
+	maxProcesses    int
+	processIdle     time.Duration
+	stderr          io.Writer // a cmd: upstream's processes' standard error
 	getenv          func(string) string
 }
 
@@ -64,9 +68,11 @@ var settings = []setting{
 	{name: "addr", def: "127.0.0.1:3100", usage: "listen address host:port"},
 	{name: "data", def: "./elicit-gateway-data", usage: "data directory: the SQLite store of the requestState keys and master.key"},
 	{name: "store", usage: "PostgreSQL URL postgres://user@host/db shared by several gateway instances (instead of SQLite in --data)"},
-	{name: "upstream", repeated: true, usage: "NAME=URL of an upstream MCP server (repeat for several); NAME is 1-32 of a-z, 0-9 and -, starting with a letter"},
+	{name: "upstream", repeated: true, usage: "NAME=URL of an upstream MCP server, or NAME=cmd:PROGRAM ARGS for a local one over stdio, one process per user ({user} in ARGS is the user) (repeat for several); NAME is 1-32 of a-z, 0-9 and -, starting with a letter"},
 	{name: "upstream-tokens", repeated: true, usage: "NAME=FILE: the upstream's token per user, \"principal token\" lines (@gateway: the gateway's own, for listing); without it the upstream gets no Authorization header"},
 	{name: "upstream-revision", repeated: true, usage: "NAME=REVISION: 2026-07-28 or 2025-11-25 instead of finding out"},
+	{name: "stdio-max-processes", def: "16", usage: "the most processes one cmd: upstream runs at once (one per user)"},
+	{name: "stdio-idle", def: "5m", usage: "a cmd: upstream's process unused this long is closed"},
 	{name: "prefix-all", def: "false", isBool: true, usage: "prefix every tool and prompt name with its upstream's name and _, not only colliding ones"},
 	{name: "auth", def: "demo", usage: "client authentication: demo (bearer token = user name; loopback only), none (every client is one anonymous user; loopback only) or jwt (bearer JWTs from --jwt-issuer)"},
 	{name: "insecure-demo-auth", def: "false", isBool: true, usage: "allow demo auth on a non-loopback --addr"},
@@ -91,8 +97,9 @@ func (m *multi) String() string     { return strings.Join(m.vals, ",") }
 func (m *multi) Set(v string) error { m.vals = append(m.vals, v); return nil }
 
 // loadConfig resolves the settings: flag, then environment, then the
-// --config file, then the default.
-func loadConfig(args []string, getenv func(string) string, helpOut io.Writer) (*config, error) {
+// --config file, then the default. The processes of cmd: upstreams write
+// their standard error to stderr.
+func loadConfig(args []string, getenv func(string) string, helpOut, stderr io.Writer) (*config, error) {
 	fl, err := parseFlags(args, helpOut)
 	if err != nil {
 		return nil, err
@@ -113,7 +120,7 @@ func loadConfig(args []string, getenv func(string) string, helpOut io.Writer) (*
 		}
 		vals[s.name] = v
 	}
-	return resolve(vals, getenv)
+	return resolve(vals, getenv, stderr)
 }
 
 // flagValues are the command line's settings.
@@ -232,12 +239,18 @@ func first(v []string) string {
 }
 
 // resolve checks the settings' values and builds the config.
-func resolve(v map[string][]string, getenv func(string) string) (*config, error) {
-	cfg := &config{addr: first(v["addr"]), dataDir: first(v["data"]), storeURL: first(v["store"]), authMode: first(v["auth"]),
+func resolve(v map[string][]string, getenv func(string) string, stderr io.Writer) (*config, error) {
+	cfg := &config{stderr: stderr, addr: first(v["addr"]), dataDir: first(v["data"]), storeURL: first(v["store"]), authMode: first(v["auth"]),
 		auditLog: first(v["audit-log"]), peerURL: first(v["peer-url"]), getenv: getenv}
 	var err error
 	if cfg.shutdownTimeout, err = time.ParseDuration(first(v["shutdown-timeout"])); err != nil || cfg.shutdownTimeout < 0 {
 		return nil, fmt.Errorf("--shutdown-timeout %q: want a duration like 10s", first(v["shutdown-timeout"]))
+	}
+	if cfg.processIdle, err = time.ParseDuration(first(v["stdio-idle"])); err != nil || cfg.processIdle <= 0 {
+		return nil, fmt.Errorf("--stdio-idle %q: want a duration like 5m", first(v["stdio-idle"]))
+	}
+	if cfg.maxProcesses, err = strconv.Atoi(first(v["stdio-max-processes"])); err != nil || cfg.maxProcesses < 1 {
+		return nil, fmt.Errorf("--stdio-max-processes %q: want a number of at least 1", first(v["stdio-max-processes"]))
 	}
 	cfg.prefixAll = first(v["prefix-all"]) == "true"
 	cfg.insecureDemo = first(v["insecure-demo-auth"]) == "true"
@@ -277,15 +290,15 @@ func resolve(v map[string][]string, getenv func(string) string) (*config, error)
 func (cfg *config) readUpstreams(v map[string][]string) error {
 	index := map[string]int{}
 	for _, s := range v["upstream"] {
-		name, url, ok := strings.Cut(s, "=")
-		if !ok {
-			return fmt.Errorf("--upstream %q: want NAME=URL", s)
+		u, err := cfg.upstream(s)
+		if err != nil {
+			return err
 		}
-		if _, dup := index[name]; dup {
-			return fmt.Errorf("--upstream %q given twice", name)
+		if _, dup := index[u.Name]; dup {
+			return fmt.Errorf("--upstream %q given twice", u.Name)
 		}
-		index[name] = len(cfg.upstreams)
-		cfg.upstreams = append(cfg.upstreams, gateway.Upstream{Name: name, URL: url})
+		index[u.Name] = len(cfg.upstreams)
+		cfg.upstreams = append(cfg.upstreams, u)
 	}
 	if len(cfg.upstreams) == 0 {
 		return errors.New("no --upstream NAME=URL given")
@@ -317,6 +330,25 @@ func (cfg *config) readUpstreams(v map[string][]string) error {
 		u.Revision = rev
 	}
 	return nil
+}
+
+// upstream reads one --upstream: NAME=URL, or NAME=cmd:PROGRAM ARGS
+// (separated by white space).
+func (cfg *config) upstream(s string) (gateway.Upstream, error) {
+	name, where, ok := strings.Cut(s, "=")
+	if !ok {
+		return gateway.Upstream{}, fmt.Errorf("--upstream %q: want NAME=URL or NAME=cmd:PROGRAM ARGS", s)
+	}
+	line, isCmd := strings.CutPrefix(where, "cmd:")
+	if !isCmd {
+		return gateway.Upstream{Name: name, URL: where}, nil
+	}
+	argv := strings.Fields(line)
+	if len(argv) == 0 {
+		return gateway.Upstream{}, fmt.Errorf("--upstream %s=cmd: names no program", name)
+	}
+	return gateway.Upstream{Name: name, Command: gateway.CommandLine(argv[0], argv[1:], cfg.stderr),
+		MaxProcesses: cfg.maxProcesses, ProcessIdle: cfg.processIdle}, nil
 }
 
 func loopback(addr string) bool {

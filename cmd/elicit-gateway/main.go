@@ -50,7 +50,7 @@ func main() {
 // run starts the gateway and serves until ctx ends. ready, when set,
 // receives the bound address once the endpoint accepts requests.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, ready func(addr string)) error {
-	cfg, err := loadConfig(args, getenv, stdout)
+	cfg, err := loadConfig(args, getenv, stdout, stderr)
 	if err != nil {
 		return err
 	}

@@ -3,21 +3,25 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/mcp-elicit/elicit/auth"
 	"github.com/mcp-elicit/elicit/elicit"
+	"github.com/mcp-elicit/elicit/gateway"
 	"github.com/mcp-elicit/elicit/internal/mcptest"
 	"github.com/mcp-elicit/elicit/legacy"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpclient"
 	"github.com/mcp-elicit/elicit/mcpserver"
+	"github.com/mcp-elicit/elicit/stdio"
 	"github.com/mcp-elicit/elicit/streamhttp"
 )
 
@@ -25,7 +29,9 @@ func env(m map[string]string) func(string) string { return func(k string) string
 
 // configSummary is what TestConfig checks of a resolved config.
 type configSummary struct {
-	upstreams    string // name=URL,… with "+tokens" after one with credentials
+	upstreams    string // name=URL,… (name=cmd for a command) with "+tokens" after one with credentials
+	processes    string // each command upstream's MaxProcesses/ProcessIdle
+
 	revisions    string // each upstream's revision, comma-separated
 	addr         string
 	prefixAll    bool
@@ -35,15 +41,19 @@ type configSummary struct {
 }
 
 func summarize(c *config) configSummary {
-	var ups, revs []string
+	var ups, revs, procs []string
 	for _, u := range c.upstreams {
 		s := u.Name + "=" + u.URL
+		if u.Command != nil {
+			s += "cmd"
+			procs = append(procs, fmt.Sprintf("%d/%v", u.MaxProcesses, u.ProcessIdle))
+		}
 		if u.Credentials != nil {
 			s += "+tokens"
 		}
 		ups, revs = append(ups, s), append(revs, u.Revision)
 	}
-	return configSummary{upstreams: strings.Join(ups, ","), revisions: strings.Join(revs, ","), addr: c.addr, prefixAll: c.prefixAll,
+	return configSummary{upstreams: strings.Join(ups, ","), processes: strings.Join(procs, ","), revisions: strings.Join(revs, ","), addr: c.addr, prefixAll: c.prefixAll,
 		logLevel: c.logLevel, authMode: c.authMode, shutdownSecs: c.shutdownTimeout.Seconds()}
 }
 
@@ -73,6 +83,10 @@ func TestConfig(t *testing.T) {
 	beaten.logLevel = slog.LevelWarn
 	envAddr := defaults(two, ",")
 	envAddr.addr = "127.0.0.1:0"
+	stdioDefaults := defaults("a=http://127.0.0.1:1/mcp,local=cmd", ",")
+	stdioDefaults.processes = "16/5m0s"
+	stdioSet := defaults("local=cmd", "")
+	stdioSet.processes = "3/1m0s"
 	for _, tc := range []struct {
 		name    string
 		args    []string
@@ -86,6 +100,11 @@ func TestConfig(t *testing.T) {
 		{name: "file", args: []string{"--config", cfgFile}, want: fromFile},
 		{name: "flag beats environment beats file", args: []string{"--config", cfgFile, "--prefix-all=false"},
 			env: map[string]string{"ELICIT_GATEWAY_LOG_LEVEL": "warn"}, want: beaten},
+		{name: "stdio upstream", args: []string{"--upstream", "a=http://127.0.0.1:1/mcp", "--upstream", "local=cmd:/usr/bin/server --stdio --user {user}"}, want: stdioDefaults},
+		{name: "stdio bounds", args: []string{"--upstream", "local=cmd:server", "--stdio-max-processes", "3", "--stdio-idle", "1m"}, want: stdioSet},
+		{name: "stdio without a program", args: []string{"--upstream", "local=cmd: "}, wantErr: "names no program"},
+		{name: "stdio idle zero", args: []string{"--upstream", "local=cmd:server", "--stdio-idle", "0s"}, wantErr: "--stdio-idle"},
+		{name: "no process allowed", args: []string{"--upstream", "local=cmd:server", "--stdio-max-processes", "0"}, wantErr: "--stdio-max-processes"},
 		{name: "no upstream", wantErr: "no --upstream"},
 		{name: "not NAME=URL", args: []string{"--upstream", "http://x"}, wantErr: "want NAME=URL"},
 		{name: "tokens for an unknown upstream", args: []string{"--upstream", "a=http://127.0.0.1:1/mcp", "--upstream-tokens", "b=" + tokens}, wantErr: "for a NAME given with --upstream"},
@@ -95,7 +114,7 @@ func TestConfig(t *testing.T) {
 		{name: "peer URL without secret", args: []string{"--upstream", "a=http://127.0.0.1:1/mcp", "--peer-url", "http://10.0.0.5:3100/mcp"}, wantErr: "ELICIT_GATEWAY_PEER_SECRET"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := loadConfig(tc.args, env(tc.env), io.Discard)
+			c, err := loadConfig(tc.args, env(tc.env), io.Discard, io.Discard)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || strings.Contains(err.Error(), "a1") {
 					t.Fatalf("err %v, want %q (and never the token)", err, tc.wantErr)
@@ -210,5 +229,56 @@ func TestRunServes(t *testing.T) {
 	}
 	if strings.Contains(audit.String(), "Ada") || strings.Contains(audit.String(), "alice-at-upstream") {
 		t.Errorf("the audit shows an answer or a token: %s", audit.String())
+	}
+}
+
+// childEnv makes the test binary a stdio MCP server (TestMain) for
+// TestRunStdioUpstream.
+const childEnv = "GATEWAY_CMD_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(stdioChild())
+	}
+	os.Exit(m.Run())
+}
+
+// stdioChild serves whoami: the user it runs for, the token it was
+// given, whether any of the gateway's own settings reached it, and its
+// last argument.
+func stdioChild() int {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s := mcpserver.New(mcp.Implementation{Name: "child", Version: "1"}, &mcpserver.Options{Logger: quiet})
+	s.AddTool(&mcp.Tool{Name: "whoami"}, func(_ context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
+		leaked := slices.ContainsFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "ELICIT_GATEWAY_") })
+		return mcpserver.Text(fmt.Sprintf("%s token=%s leaked=%v arg=%s", req.Principal, os.Getenv(gateway.EnvUpstreamToken), leaked, os.Args[len(os.Args)-1])), nil
+	})
+	if err := stdio.ServeProcess(context.Background(), s, &stdio.Options{Principal: os.Getenv(gateway.EnvUpstreamUser), Logger: quiet}); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// The command runs a cmd: upstream as one process per user, with the
+// user ({user} in the arguments, and the environment) and their token
+// from the token file, and none of the gateway's own settings or secrets
+// in the process's environment.
+func TestRunStdioUpstream(t *testing.T) {
+	t.Setenv(childEnv, "1")
+	t.Setenv("ELICIT_GATEWAY_PEER_SECRET", strings.Repeat("s", 32))
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "local.tokens")
+	if err := os.WriteFile(tokens, []byte("@gateway gw\nalice alice-token\nbob bob-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gw, _, stop := runCommand(t, "--data", dir, "--upstream", "local=cmd:"+os.Args[0]+" -test.run=^$ {user}", "--upstream-tokens", "local="+tokens)
+	for _, user := range []string{"alice", "bob"} {
+		res, err := mcpclient.New(gw, &mcpclient.Options{Token: user}).CallTool(t.Context(), "whoami", nil)
+		if want := user + " token=" + user + "-token leaked=false arg=" + user; err != nil || res.Content[0].Text != want {
+			t.Errorf("%s: %+v, %v; want %q", user, res, err, want)
+		}
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
 	}
 }
