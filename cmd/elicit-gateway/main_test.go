@@ -29,8 +29,8 @@ func env(m map[string]string) func(string) string { return func(k string) string
 
 // configSummary is what TestConfig checks of a resolved config.
 type configSummary struct {
-	upstreams    string // name=URL,… (name=cmd for a command) with "+tokens" after one with credentials
-	processes    string // each command upstream's MaxProcesses/ProcessIdle
+	upstreams string // name=URL,… (name=cmd for a command) with "+tokens" after one with credentials
+	processes string // each command upstream's MaxProcesses/ProcessIdle
 
 	revisions    string // each upstream's revision, comma-separated
 	addr         string
