@@ -104,11 +104,7 @@ func (g *Gateway) call(ctx context.Context, r *request) (res json.RawMessage, je
 		return nil, jerr
 	}
 	rd.up, rd.target = rt.up, rt.name
-	digest, err := reqstate.DigestArguments(r.args)
-	if err != nil {
-		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: arguments are not valid JSON")
-	}
-	binding := reqstate.Binding{Principal: r.principal, Method: r.method, Name: r.name, ArgsDigest: digest}
+	binding := &binder{r: r}
 	st, jerr := g.openState(r, rt, binding, rd)
 	if jerr != nil {
 		return nil, jerr
@@ -127,17 +123,42 @@ func (g *Gateway) call(ctx context.Context, r *request) (res json.RawMessage, je
 	return g.relayInterim(r, rt, a, binding, rd)
 }
 
+// binder is a request's reqstate.Binding, made when a state is to be
+// opened or sealed: a call that does neither (no state came, none goes)
+// needs no digest of its arguments.
+type binder struct {
+	r    *request
+	b    reqstate.Binding
+	done bool
+}
+
+func (bd *binder) binding() (reqstate.Binding, *jsonrpc.Error) {
+	if !bd.done {
+		digest, err := reqstate.DigestArguments(bd.r.args)
+		if err != nil {
+			return reqstate.Binding{}, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: arguments are not valid JSON")
+		}
+		bd.b = reqstate.Binding{Principal: bd.r.principal, Method: bd.r.method, Name: bd.r.name, ArgsDigest: digest}
+		bd.done = true
+	}
+	return bd.b, nil
+}
+
 // openState opens the client's requestState, if it sent one, and notes
 // its call id and round in rd; a first round gets a new call id. A state
 // that does not open, or was sealed for another upstream, is refused
 // with the one opaque error (ELICIT-STATE-01), the reason logged.
-func (g *Gateway) openState(r *request, rt target, binding reqstate.Binding, rd *round) (*payload, *jsonrpc.Error) {
+func (g *Gateway) openState(r *request, rt target, bd *binder, rd *round) (*payload, *jsonrpc.Error) {
 	if r.state == nil {
 		if _, err := rand.Read(rd.call[:]); err != nil {
 			return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "Internal error")
 		}
 		rd.hasClaim = true
 		return nil, nil
+	}
+	binding, jerr := bd.binding()
+	if jerr != nil {
+		return nil, jerr
 	}
 	claims, err := g.sealer.Open(*r.state, binding)
 	if err != nil {
@@ -182,9 +203,9 @@ func (g *Gateway) forward(ctx context.Context, r *request, rt target, st *payloa
 // what the client did not declare; else the questions as they came, with
 // the gateway's sealed state carrying the upstream's (or naming the held
 // call).
-func (g *Gateway) relayInterim(r *request, rt target, a *answer, binding reqstate.Binding, rd *round) (json.RawMessage, *jsonrpc.Error) {
-	rd.asked = askedKinds(a.requests)
-	if need, missing := missingCapabilities(&r.meta.ClientCapabilities, a.requests); missing {
+func (g *Gateway) relayInterim(r *request, rt target, a *answer, bd *binder, rd *round) (json.RawMessage, *jsonrpc.Error) {
+	rd.asked = askedKinds(a.asked)
+	if need, missing := missingCapabilities(&r.meta.ClientCapabilities, a.asked); missing {
 		// MRTR-S-08, CAP-S-01: what the client did not declare is not
 		// relayed, whoever asks. A 2025 upstream's held call ends here.
 		if a.held != nil {
@@ -192,6 +213,13 @@ func (g *Gateway) relayInterim(r *request, rt target, a *answer, binding reqstat
 		}
 		g.log.Warn("gateway: upstream asked for an undeclared capability", "upstream", rt.up.cfg.Name, "asked", strings.Join(rd.asked, ","))
 		return nil, mcpserver.MissingCapability(need, "")
+	}
+	binding, jerr := bd.binding()
+	if jerr != nil {
+		if a.held != nil {
+			a.held.abandon()
+		}
+		return nil, jerr
 	}
 	p := &payload{kind: kindRelayed, upstream: rt.up.cfg.Name, hasState: a.hasState, state: a.state}
 	if a.held != nil {
@@ -237,52 +265,65 @@ func (g *Gateway) withGatewayMeta(o *object, up *upstream) json.RawMessage {
 			meta = m
 		}
 	}
-	meta.set(mcp.MetaServerInfo, mustJSON(g.info))
+	meta.set(mcp.MetaServerInfo, g.infoJSON)
 	if up != nil {
-		meta.set(MetaUpstream, quote(up.cfg.Name))
+		meta.set(MetaUpstream, up.nameJSON)
 	}
 	o.set("_meta", meta.encode())
 	return o.encode()
 }
 
-// askedKinds names what each input request asks, sorted:
-// "elicitation/create:form", "elicitation/create:url",
-// "sampling/createMessage", "roots/list", or the method.
-func askedKinds(reqs map[string]jsontext.Value) []string {
-	out := make([]string, 0, len(reqs))
-	for _, raw := range reqs {
-		method, mode := inputKind(raw)
-		if mode != "" {
-			method += ":" + mode
-		}
-		out = append(out, method)
-	}
-	sort.Strings(out)
-	return out
-}
+// asked is what one input request asks: its method and, for
+// elicitation, its mode (form when absent, ELI-C-04).
+type asked struct{ method, mode string }
 
-// inputKind reads an input request's method and, for elicitation, its
-// mode (form when absent, ELI-C-04).
-func inputKind(raw jsontext.Value) (method, mode string) {
+// askedOf reads what an input request asks; ok is false when it is not
+// an object with a method (a string). A mode that is not a string reads
+// as absent.
+func askedOf(raw jsontext.Value) (a asked, ok bool) {
 	var r struct {
 		Method string `json:"method"`
 		Params struct {
 			Mode string `json:"mode"`
 		} `json:"params"`
 	}
-	_ = json.Unmarshal(raw, &r)
+	if raw.Kind() != '{' {
+		return asked{}, false
+	}
+	// A member of another type is skipped, the rest read (encoding/json).
+	var te *json.UnmarshalTypeError
+	if err := json.Unmarshal(raw, &r); (err != nil && !errors.As(err, &te)) || r.Method == "" {
+		return asked{}, false
+	}
+	a.method = r.Method
 	if r.Method == mcp.MethodElicitationCreate {
-		mode = r.Params.Mode
-		if mode == "" {
-			mode = mcp.ElicitationModeForm
+		a.mode = r.Params.Mode
+		if a.mode == "" {
+			a.mode = mcp.ElicitationModeForm
 		}
 	}
-	return r.Method, mode
+	return a, true
+}
+
+// askedKinds names what each input request asks, sorted:
+// "elicitation/create:form", "elicitation/create:url",
+// "sampling/createMessage", "roots/list", or the method.
+func askedKinds(all []asked) []string {
+	out := make([]string, 0, len(all))
+	for _, a := range all {
+		k := a.method
+		if a.mode != "" {
+			k += ":" + a.mode
+		}
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // missingCapabilities returns what the input requests need that caps
 // lacks, in the spec's object form, and whether anything is missing.
-func missingCapabilities(caps *mcp.ClientCapabilities, reqs map[string]jsontext.Value) (mcp.ClientCapabilities, bool) {
+func missingCapabilities(caps *mcp.ClientCapabilities, all []asked) (mcp.ClientCapabilities, bool) {
 	var need mcp.ClientCapabilities
 	missing := false
 	elicit := func() *mcp.ElicitationCapability {
@@ -291,8 +332,8 @@ func missingCapabilities(caps *mcp.ClientCapabilities, reqs map[string]jsontext.
 		}
 		return need.Elicitation
 	}
-	for _, raw := range reqs {
-		method, mode := inputKind(raw)
+	for _, a := range all {
+		method, mode := a.method, a.mode
 		switch {
 		case method == mcp.MethodElicitationCreate && mode == mcp.ElicitationModeURL:
 			if !caps.ElicitationURL() {

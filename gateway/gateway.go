@@ -116,7 +116,8 @@ type Upstream struct {
 	// (not for a Command upstream).
 	Revision string
 	// HTTPClient sends the requests to URL; nil means one with no overall
-	// timeout (a tool call may take long; contexts bound each request).
+	// timeout (a tool call may take long; contexts bound each request)
+	// that keeps up to 256 connections to each upstream idle for reuse.
 	HTTPClient *http.Client
 }
 
@@ -177,6 +178,7 @@ type Options struct {
 type Gateway struct {
 	opts      Options
 	info      mcp.Implementation
+	infoJSON  json.RawMessage // info, encoded once
 	log       *slog.Logger
 	sealer    *reqstate.Sealer
 	upstreams []*upstream
@@ -212,6 +214,7 @@ func New(opts Options) (*Gateway, error) {
 	if g.info.Name == "" {
 		g.info = mcp.Implementation{Name: "elicit-gateway", Version: "0.1.0"}
 	}
+	g.infoJSON = mustJSON(g.info)
 	if g.log == nil {
 		g.log = slog.Default()
 	}

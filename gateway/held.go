@@ -212,7 +212,8 @@ func (h *heldCall) interim(p *pendingAsk) *answer {
 	h.mu.Lock()
 	seq := h.seq
 	h.mu.Unlock()
-	return &answer{interim: o, requests: map[string]jsontext.Value{p.key: p.req}, rawReqs: jsontext.Value(raw),
+	a, _ := askedOf(p.req) // ask built p.req: an object with a method
+	return &answer{interim: o, requests: map[string]jsontext.Value{p.key: p.req}, asked: []asked{a}, rawReqs: jsontext.Value(raw),
 		held: &heldRound{h: h, seq: seq, key: p.key}}
 }
 

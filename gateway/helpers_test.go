@@ -39,7 +39,7 @@ func serveElicit(t *testing.T, register func(*mcpserver.Server)) string {
 
 // startGateway starts a gateway over ups with demo auth in front and
 // returns it and its /mcp URL.
-func startGateway(t *testing.T, opts Options) (*Gateway, string) {
+func startGateway(t testing.TB, opts Options) (*Gateway, string) {
 	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = quietLog()

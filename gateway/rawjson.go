@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -21,10 +22,33 @@ type object struct {
 
 var errNotObject = errors.New("not a JSON object")
 
+// objectDecoder is parseObject's decoder and its reader, reused: they
+// are most of what parsing a small object allocates.
+type objectDecoder struct {
+	dec *jsontext.Decoder
+	rd  bytes.Reader
+}
+
+var objectDecoders = sync.Pool{New: func() any {
+	d := &objectDecoder{}
+	d.dec = jsontext.NewDecoder(&d.rd)
+	return d
+}}
+
 // parseObject reads raw as one JSON object; a repeated member name, a
-// value that is not an object, or trailing data is an error.
+// value that is not an object, invalid JSON inside a member's value, or
+// trailing data is an error. Each member's value is a slice of raw (not
+// a copy): raw must not change while the object is in use.
 func parseObject(raw []byte) (*object, error) {
-	dec := jsontext.NewDecoder(bytes.NewReader(raw))
+	d := objectDecoders.Get().(*objectDecoder)
+	defer func() {
+		d.rd.Reset(nil)
+		d.dec.Reset(&d.rd) // drops its buffer's reference to raw's copy
+		objectDecoders.Put(d)
+	}()
+	d.rd.Reset(raw)
+	d.dec.Reset(&d.rd)
+	dec := d.dec
 	tok, err := dec.ReadToken()
 	if err != nil {
 		return nil, err
@@ -43,8 +67,15 @@ func parseObject(raw []byte) (*object, error) {
 		if err != nil {
 			return nil, err
 		}
+		// The value as it stands in raw: the decoder's copy is valid
+		// only until its next read.
+		end := int(dec.InputOffset())
+		start := end - len(v)
+		if start < 0 || end > len(raw) || !bytes.Equal(raw[start:end], v) {
+			return nil, errors.New("gateway: a member's value is not where the decoder read it")
+		}
 		o.names = append(o.names, name)
-		o.values = append(o.values, v.Clone())
+		o.values = append(o.values, jsontext.Value(raw[start:end:end]))
 	}
 	if _, err := dec.ReadToken(); err != nil {
 		return nil, err

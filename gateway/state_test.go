@@ -2,7 +2,10 @@ package gateway
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 func TestPayloadRoundTrip(t *testing.T) {
@@ -57,6 +60,43 @@ func FuzzParseTokenFile(f *testing.F) {
 		for p, tok := range toks {
 			if tok == "" || (p == "" && !bytes.Contains(b, []byte(CatalogToken))) {
 				t.Fatalf("entry %q=%q from %q", p, tok, b)
+			}
+		}
+	})
+}
+
+// parseObject reads exactly the JSON objects without repeated member
+// names that jsontext accepts, keeping each member's value byte for byte
+// (encode gives back the same members and values), and refuses the rest.
+func FuzzParseObject(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1,"b":{"c":[1,2,{"d":null}]},"e":"x\u00e9"}`, ` { "a" : "b" } `, `{"a":1,"a":2}`,
+		`{"a":{"b":1,"b":2}}`, `[1]`, `{"a":1} x`, `{"a":`, `"s"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		orig := bytes.Clone(raw)
+		o, err := parseObject(raw)
+		valid := jsontext.Value(raw).IsValid() && bytes.HasPrefix(bytes.TrimLeft(raw, " \t\r\n"), []byte("{"))
+		if (err == nil) != valid {
+			t.Fatalf("parseObject(%q): %v, but valid object: %v", raw, err, valid)
+		}
+		if !bytes.Equal(raw, orig) {
+			t.Fatalf("parseObject changed its input")
+		}
+		if err != nil {
+			return
+		}
+		var want map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &want); err != nil {
+			t.Fatal(err)
+		}
+		again, err := parseObject(o.encode())
+		if err != nil || len(o.names) != len(want) || len(again.names) != len(o.names) {
+			t.Fatalf("%q: %d members, want %d; again %v", raw, len(o.names), len(want), err)
+		}
+		for i, n := range o.names {
+			if !bytes.Equal(bytes.TrimSpace(want[n]), o.values[i]) || !bytes.Equal(again.values[i], o.values[i]) {
+				t.Fatalf("%q: member %q is %q, want %q", raw, n, o.values[i], want[n])
 			}
 		}
 	})

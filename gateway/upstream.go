@@ -35,15 +35,17 @@ type upstream struct {
 	modern *mcpclient.Client // a URL upstream's client, shared by every user
 	pool   *sessionPool
 	procs  *processPool // a Command upstream's processes, one per user
+	// nameJSON is the upstream's name as a JSON string (MetaUpstream).
+	nameJSON json.RawMessage
 }
 
 func newUpstream(g *Gateway, cfg Upstream) *upstream {
-	u := &upstream{g: g, cfg: cfg, creds: cfg.Credentials, http: cfg.HTTPClient}
+	u := &upstream{g: g, cfg: cfg, creds: cfg.Credentials, http: cfg.HTTPClient, nameJSON: quote(cfg.Name)}
 	if u.creds == nil {
 		u.creds = Anonymous{}
 	}
 	if u.http == nil {
-		u.http = &http.Client{}
+		u.http = &http.Client{Transport: defaultTransport}
 	}
 	u.pool = newSessionPool(u)
 	if cfg.Command != nil {
@@ -111,6 +113,16 @@ func (u *upstream) close() {
 		u.procs.closeAll()
 	}
 }
+
+// defaultTransport is the upstreams' connection pool when Upstream gives
+// no HTTPClient: net/http's defaults, but keeping enough connections to
+// each upstream idle that requests at once reuse them instead of dialing
+// (http.DefaultTransport keeps 2 per host).
+var defaultTransport = func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns, t.MaxIdleConnsPerHost = 1024, 256
+	return t
+}()
 
 // principalKey carries the user a request to an upstream is made for.
 type principalKey struct{}
@@ -326,6 +338,7 @@ type answer struct {
 	// interim: the raw inputRequests (may be nil), the upstream's
 	// requestState, and the result's raw object for its _meta.
 	requests map[string]jsontext.Value
+	asked    []asked // what each of requests asks
 	rawReqs  jsontext.Value
 	hasState bool
 	state    string
@@ -421,11 +434,11 @@ func readInterim(o *object) (*answer, error) {
 		a.hasState = true
 	}
 	if v := o.get("inputRequests"); v != nil && string(v) != "null" {
-		reqs, err := readInputRequests(v)
+		reqs, all, err := readInputRequests(v)
 		if err != nil {
 			return nil, err
 		}
-		a.requests, a.rawReqs = reqs, v
+		a.requests, a.asked, a.rawReqs = reqs, all, v
 	}
 	if len(a.requests) == 0 && !a.hasState {
 		return nil, upstreamBroke("input_required with neither inputRequests nor requestState")
@@ -434,21 +447,21 @@ func readInterim(o *object) (*answer, error) {
 }
 
 // readInputRequests reads inputRequests: an object whose every member is
-// an object with a method.
-func readInputRequests(v jsontext.Value) (map[string]jsontext.Value, error) {
+// an object with a method; and what each asks.
+func readInputRequests(v jsontext.Value) (map[string]jsontext.Value, []asked, error) {
 	var reqs map[string]jsontext.Value
 	if v.Kind() != '{' || json.Unmarshal(v, &reqs) != nil {
-		return nil, upstreamBroke("inputRequests is not an object")
+		return nil, nil, upstreamBroke("inputRequests is not an object")
 	}
+	all := make([]asked, 0, len(reqs))
 	for k, rv := range reqs {
-		var head struct {
-			Method string `json:"method"`
+		a, ok := askedOf(rv)
+		if !ok {
+			return nil, nil, upstreamBroke(fmt.Sprintf("input request %s is not {method, params}", strconv.Quote(clip(k, 40))))
 		}
-		if rv.Kind() != '{' || json.Unmarshal(rv, &head) != nil || head.Method == "" {
-			return nil, upstreamBroke(fmt.Sprintf("input request %s is not {method, params}", strconv.Quote(clip(k, 40))))
-		}
+		all = append(all, a)
 	}
-	return reqs, nil
+	return reqs, all, nil
 }
 
 // upstreamBroke is the error of an upstream that broke the protocol.

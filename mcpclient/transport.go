@@ -81,13 +81,21 @@ func (m *reqMeta) MarshalJSON() ([]byte, error) {
 	if err != nil || len(m.extra) == 0 {
 		return b, err
 	}
-	var known map[string]json.RawMessage
-	if err := json.Unmarshal(b, &known); err != nil {
-		return nil, err
+	// The members the encoding above holds (omitempty ones when set).
+	known := func(k string) bool {
+		switch k {
+		case mcp.MetaProtocolVersion, mcp.MetaClientCapabilities:
+			return true
+		case mcp.MetaClientInfo:
+			return m.ClientInfo != nil
+		case mcp.MetaProgressToken:
+			return m.ProgressToken != ""
+		}
+		return false
 	}
 	keys := make([]string, 0, len(m.extra))
 	for k := range m.extra {
-		if _, dup := known[k]; !dup {
+		if !known(k) {
 			keys = append(keys, k)
 		}
 	}
