@@ -97,41 +97,31 @@ func BenchmarkGateway(b *testing.B) {
 	up := benchUpstream(b)
 	_, gw := startGateway(b, Options{Upstreams: []Upstream{{Name: "up", URL: up, Revision: Revision2026}}})
 	targets := []struct{ name, url string }{{"direct", up}, {"gateway", gw}}
+	echo := func(c *http.Client, url string) error {
+		_, err := post(c, url, "echo", `"arguments":{"text":"hello"},`)
+		return err
+	}
+	// call16: 16 at once (8 per core), more than net/http's default pool
+	// keeps idle per host.
+	ops := []struct {
+		name        string
+		parallelism int
+		op          func(c *http.Client, url string) error
+	}{{"call", 1, echo}, {"call16", 8, echo}, {"mrtr", 1, mrtr}}
 	for _, tg := range targets {
-		b.Run("call/"+tg.name, func(b *testing.B) {
-			c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if _, err := post(c, tg.url, "echo", `"arguments":{"text":"hello"},`); err != nil {
-						b.Error(err)
-						return
+		for _, o := range ops {
+			b.Run(o.name+"/"+tg.name, func(b *testing.B) {
+				c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+				b.SetParallelism(o.parallelism)
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if err := o.op(c, tg.url); err != nil {
+							b.Error(err)
+							return
+						}
 					}
-				}
+				})
 			})
-		})
-		// 16 at once: more than net/http's default keeps idle per host.
-		b.Run("call16/"+tg.name, func(b *testing.B) {
-			c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-			b.SetParallelism(8)
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if _, err := post(c, tg.url, "echo", `"arguments":{"text":"hello"},`); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-		})
-		b.Run("mrtr/"+tg.name, func(b *testing.B) {
-			c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if err := mrtr(c, tg.url); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-		})
+		}
 	}
 }

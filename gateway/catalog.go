@@ -90,18 +90,11 @@ func (g *Gateway) refresh(ctx context.Context, strict bool) error {
 }
 
 func (g *Gateway) refreshLoop(ctx context.Context) {
-	t := time.NewTicker(g.opts.CatalogRefresh)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			rctx, cancel := context.WithTimeout(ctx, time.Minute)
-			_ = g.refresh(rctx, false)
-			cancel()
-		}
-	}
+	everyUntil(ctx, g.opts.CatalogRefresh, func() {
+		rctx, cancel := context.WithTimeout(ctx, time.Minute)
+		_ = g.refresh(rctx, false)
+		cancel()
+	})
 }
 
 // refreshSoon refreshes when the catalog is older than 10 seconds: a

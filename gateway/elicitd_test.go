@@ -77,7 +77,26 @@ func startElicitd(t *testing.T) string {
 	cmd := exec.Command(elicitdBin(t), "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--auth", "demo",
 		"--demo-oauth-addr", "off", "--audit-log", "off")
 	cmd.Env = environWithoutElicit()
-	stderr, err := cmd.StderrPipe()
+	return startUntil(t, cmd, cmd.StderrPipe, func(line string) (string, bool) {
+		if !strings.Contains(line, `msg="elicitd listening"`) {
+			return "", false
+		}
+		for _, f := range strings.Fields(line) {
+			if mcpURL, ok := strings.CutPrefix(f, "mcp="); ok {
+				return mcpURL, true
+			}
+		}
+		return "", false
+	})
+}
+
+// startUntil starts cmd for the rest of t (killed at cleanup) and reads
+// the output pipe gives, line by line, until found finds what it wants in
+// one; the rest of the output is read and dropped (a full pipe would stop
+// the process). The process ending first fails t.
+func startUntil(t *testing.T, cmd *exec.Cmd, pipe func() (io.ReadCloser, error), found func(line string) (string, bool)) string {
+	t.Helper()
+	out, err := pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,22 +104,16 @@ func startElicitd(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	lines := bufio.NewScanner(stderr)
+	lines := bufio.NewScanner(out)
 	var seen []string
 	for lines.Scan() {
-		line := lines.Text()
-		seen = append(seen, line)
-		if !strings.Contains(line, `msg="elicitd listening"`) {
-			continue
-		}
-		for _, f := range strings.Fields(line) {
-			if mcpURL, ok := strings.CutPrefix(f, "mcp="); ok {
-				go func() { _, _ = io.Copy(io.Discard, stderr) }() // the pipe must not fill
-				return mcpURL
-			}
+		seen = append(seen, lines.Text())
+		if v, ok := found(lines.Text()); ok {
+			go func() { _, _ = io.Copy(io.Discard, out) }()
+			return v
 		}
 	}
-	t.Fatalf("elicitd did not say where it listens:\n%s", strings.Join(seen, "\n"))
+	t.Fatalf("%s ended before it said where it listens:\n%s", cmd.Path, strings.Join(seen, "\n"))
 	return ""
 }
 

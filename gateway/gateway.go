@@ -358,14 +358,19 @@ func (g *Gateway) sweepLoop(ctx context.Context) {
 			every = min(every, max(up.processIdle()/10, time.Second))
 		}
 	}
-	t := time.NewTicker(every)
+	everyUntil(ctx, every, g.sweepProcesses)
+}
+
+// everyUntil calls f every d until ctx ends.
+func everyUntil(ctx context.Context, d time.Duration, f func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			g.sweepProcesses()
+			f()
 		}
 	}
 }

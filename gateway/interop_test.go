@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -333,24 +332,9 @@ func tsServer(t *testing.T) string {
 		"@modelcontextprotocol/server@2.4.0", "@modelcontextprotocol/node@2.1.2")
 	cmd := exec.Command("node", script)
 	cmd.Dir = filepath.Dir(script)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "mcp=")
-	if err != nil || !ok {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatalf("the TypeScript server did not start: %q, %v\nstderr: %s", line, err, stderr.String())
-	}
-	return "http://" + addr
+	return "http://" + startUntil(t, cmd, cmd.StdoutPipe, func(line string) (string, bool) {
+		return strings.CutPrefix(strings.TrimSpace(line), "mcp=")
+	})
 }
 
 // matrixRow is an upstream of the interop matrix: how to start it, and

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -109,23 +110,16 @@ func TestNames(t *testing.T) {
 
 func checkTools(ctx context.Context, t *testing.T, c *mcpclient.Client, want map[string]string, unknown []string) {
 	t.Helper()
-	tools, err := c.ListTools(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, tool := range tools {
-		names = append(names, tool.Name)
-	}
-	if !sameSet(names, want) {
-		t.Errorf("tools/list: %q, want the names of %v", names, want)
-	}
-	for name, answer := range want {
+	checkServed(t, "tools", want, func() ([]string, error) {
+		tools, err := c.ListTools(ctx)
+		return namesOf(tools, func(x *mcp.Tool) string { return x.Name }), err
+	}, func(name string) (string, error) {
 		res, err := c.CallTool(ctx, name, nil)
-		if err != nil || res.Content[0].Text != answer {
-			t.Errorf("tools/call %s: %+v, %v; want %q", name, res, err, answer)
+		if err != nil {
+			return "", err
 		}
-	}
+		return res.Content[0].Text, nil
+	})
 	for _, name := range unknown {
 		_, err := c.CallTool(ctx, name, nil)
 		var rpc *mcpclient.RPCError
@@ -137,44 +131,59 @@ func checkTools(ctx context.Context, t *testing.T, c *mcpclient.Client, want map
 
 func checkPrompts(ctx context.Context, t *testing.T, c *mcpclient.Client, want map[string]string) {
 	t.Helper()
-	prompts, err := c.ListPrompts(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, p := range prompts {
-		names = append(names, p.Name)
-	}
-	if !sameSet(names, want) {
-		t.Errorf("prompts/list: %q, want the names of %v", names, want)
-	}
-	for name, answer := range want {
+	checkServed(t, "prompts", want, func() ([]string, error) {
+		prompts, err := c.ListPrompts(ctx)
+		return namesOf(prompts, func(x *mcp.Prompt) string { return x.Name }), err
+	}, func(name string) (string, error) {
 		res, err := c.GetPrompt(ctx, name, nil)
-		if err != nil || res.Messages[0].Content.Text != answer {
-			t.Errorf("prompts/get %s: %+v, %v; want %q", name, res, err, answer)
+		if err != nil {
+			return "", err
 		}
-	}
+		return res.Messages[0].Content.Text, nil
+	})
 }
 
 func checkResources(ctx context.Context, t *testing.T, c *mcpclient.Client, want map[string]string) {
 	t.Helper()
-	resources, err := c.ListResources(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var uris []string
-	for _, r := range resources {
-		uris = append(uris, r.URI)
-	}
-	if !sameSet(uris, want) {
-		t.Errorf("resources/list: %q, want the URIs of %v", uris, want)
-	}
-	for uri, answer := range want {
+	checkServed(t, "resources", want, func() ([]string, error) {
+		resources, err := c.ListResources(ctx)
+		return namesOf(resources, func(x *mcp.Resource) string { return x.URI }), err
+	}, func(uri string) (string, error) {
 		res, err := c.ReadResource(ctx, uri)
-		if err != nil || res.Contents[0].URI != uri || res.Contents[0].Text != answer {
-			t.Errorf("resources/read %s: %+v, %v; want %q", uri, res, err, answer)
+		if err != nil {
+			return "", err
+		}
+		if res.Contents[0].URI != uri {
+			return "", fmt.Errorf("contents for %q", res.Contents[0].URI)
+		}
+		return res.Contents[0].Text, nil
+	})
+}
+
+// checkServed checks that list gives exactly want's names, each once,
+// and that get of each answers what want says.
+func checkServed(t *testing.T, kind string, want map[string]string, list func() ([]string, error), get func(name string) (string, error)) {
+	t.Helper()
+	names, err := list()
+	if err != nil {
+		t.Fatalf("%s/list: %v", kind, err)
+	}
+	if !sameSet(names, want) {
+		t.Errorf("%s/list: %q, want the names of %v", kind, names, want)
+	}
+	for name, answer := range want {
+		if got, err := get(name); err != nil || got != answer {
+			t.Errorf("%s %s: %q, %v; want %q", kind, name, got, err, answer)
 		}
 	}
+}
+
+func namesOf[T any](items []T, name func(T) string) []string {
+	var out []string
+	for _, it := range items {
+		out = append(out, name(it))
+	}
+	return out
 }
 
 // at2025 has the named upstream spoken to at 2025-11-25.
