@@ -28,9 +28,9 @@
 //     client as the same error, and the gateway itself refuses to relay a
 //     request the client did not declare (a form-only client never gets
 //     a URL). Errors keep their code, message and data.
-//   - Each user has their own identity at each upstream (Credentials) and
-//     their own 2025 sessions; the client's token never leaves the
-//     gateway.
+//   - Each user has their own identity at each upstream (Credentials),
+//     their own 2025 sessions and their own process of a stdio upstream
+//     (Upstream.Command); the client's token never leaves the gateway.
 //   - Every round is reported (Options.Audit) with an id the upstream
 //     sees in _meta (MetaCall) and the protocol revisions of both sides.
 //
