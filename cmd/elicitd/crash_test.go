@@ -6,13 +6,19 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/mcp-elicit/elicit/examples/reports"
+	"github.com/mcp-elicit/elicit/store"
+	"github.com/mcp-elicit/elicit/store/postgres"
+	"github.com/mcp-elicit/elicit/store/postgres/pgtest"
 	"github.com/mcp-elicit/elicit/store/sqlite"
 )
 
@@ -35,8 +41,57 @@ func TestSIGKILLDuringWriteBurst(t *testing.T) {
 	proc.wait()
 
 	db := filepath.Join(data, "elicitd.db")
-	drafts := checkDraftsKept(t, db, acked)
+	st, err := sqlite.Open(db)
+	if err != nil {
+		t.Fatalf("reopening after SIGKILL: %v", err)
+	}
+	drafts := checkDraftsKept(t, st, acked)
+	st.Close()
 	checkDatabaseAfterKill(t, db, drafts)
+	t.Logf("SIGKILL after %d acknowledged drafts: %d acknowledged in all, %d in the database", killAfter, len(acked), drafts)
+	if drafts > legs {
+		t.Fatalf("%d drafts from %d operations", drafts, legs)
+	}
+}
+
+// TestSIGKILLDuringWriteBurstPostgres is TestSIGKILLDuringWriteBurst on
+// PostgreSQL, whose ledger completion sends the effect's writes, the
+// ledger row and COMMIT in one pipeline: a process killed mid-pipeline
+// leaves nothing of that operation, and every acknowledged draft is kept
+// with its ledger row.
+func TestSIGKILLDuringWriteBurstPostgres(t *testing.T) {
+	if os.Getenv("ELICIT_TEST_POSTGRES_DSN") == "" {
+		t.Skip("set ELICIT_TEST_POSTGRES_DSN (e.g. postgres://postgres@127.0.0.1:5433/postgres?sslmode=disable) to run the PostgreSQL crash test")
+	}
+	dir, bin := buildElicitd(t)
+	dsn := pgtest.SchemaDSN(t)
+	addr := freeLoopbackAddr(t)
+	proc := startProcess(t, bin, environWithoutElicit(), "--addr", addr, "--data", filepath.Join(dir, "data"), "--store", dsn, "--audit-log", "off")
+	e := &reportsEnv{env: &env{t: t, url: "http://" + addr, logs: &syncBuffer{}, rec: &recorder{}}}
+	const legs, workers, killAfter = 400, 16, 100
+	acked, killed := burstUntilKilled(e.url, e.firstLegs(t, "alice", legs), workers, killAfter, func() { proc.cmd.Process.Kill() })
+	if !killed {
+		t.Fatalf("the burst ended before %d acknowledgements (%d)", killAfter, len(acked))
+	}
+	proc.wait()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drafts := checkDraftsKept(t, st, acked)
+	st.Close()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var prepared int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM operations WHERE outcome = $1`, reports.OutcomePrepared).Scan(&prepared); err != nil || prepared != drafts {
+		t.Errorf("%d prepare operations recorded (%v) for %d drafts", prepared, err, drafts)
+	}
 	t.Logf("SIGKILL after %d acknowledged drafts: %d acknowledged in all, %d in the database", killAfter, len(acked), drafts)
 	if drafts > legs {
 		t.Fatalf("%d drafts from %d operations", drafts, legs)
@@ -102,15 +157,10 @@ func exportedDraft(url, body string) (string, error) {
 	return resp.Result.StructuredContent.DraftID, nil
 }
 
-// checkDraftsKept reopens the database: every acknowledged draft is there,
-// each with its ledger row. It returns how many drafts there are.
-func checkDraftsKept(t *testing.T, path string, acked []string) int {
+// checkDraftsKept checks the reopened store: every acknowledged draft is
+// there, each with its ledger row. It returns how many drafts there are.
+func checkDraftsKept(t *testing.T, st store.Ledger, acked []string) int {
 	t.Helper()
-	st, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatalf("reopening after SIGKILL: %v", err)
-	}
-	defer st.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	drafts, err := st.ListRecords(ctx, reports.KindDraft, "alice")

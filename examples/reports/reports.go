@@ -251,22 +251,31 @@ func (a *App) recorded(ctx context.Context, req *mcpserver.Request) (mcpserver.R
 		return nil, false, nil
 	case err != nil:
 		return nil, false, err
-	case op.Principal != req.Principal:
+	}
+	r, err := a.replay(req, op)
+	return r, err == nil, err
+}
+
+// replay answers req with op, its operation's recorded outcome.
+func (a *App) replay(req *mcpserver.Request, op *store.Operation) (mcpserver.Reply, error) {
+	if op.Principal != req.Principal {
 		// Operation ids come from sealed state bound to the principal.
-		return nil, false, fmt.Errorf("reports: operation %s belongs to another principal", req.OperationID)
+		return nil, fmt.Errorf("reports: operation %s belongs to another principal", req.OperationID)
 	}
 	var res mcp.CallToolResult
 	if err := json.Unmarshal(op.Result, &res); err != nil {
-		return nil, false, fmt.Errorf("reports: recorded result of %s: %w", req.OperationID, err)
+		return nil, fmt.Errorf("reports: recorded result of %s: %w", req.OperationID, err)
 	}
 	a.log.Info("reports: replayed retry answered from the ledger", "tool", req.Name, "operation_id", req.OperationID, "outcome", op.Outcome)
-	return mcpserver.ToolResult(&res), true, nil
+	return mcpserver.ToolResult(&res), nil
 }
 
 // finish records res as the outcome of req's operation, with effect (may
-// be nil) in the same transaction, and returns it. If another retry of the
-// same operation recorded it first, that recorded result is returned.
-// effect may replace *res before it returns nil.
+// be nil) in the same transaction, and returns it. If the operation was
+// recorded already (a replayed retry, or another retry of it that came
+// first), that recorded result is returned and effect does not run, so a
+// caller need not look the operation up before. effect may replace *res
+// before it returns nil.
 func (a *App) finish(ctx context.Context, req *mcpserver.Request, outcome string, res *mcp.CallToolResult,
 	effect func(context.Context, store.Effects) error, logAttrs ...any) (mcpserver.Reply, error) {
 	op := &store.Operation{ID: req.OperationID, Principal: req.Principal, Name: req.Method + " " + req.Name,
@@ -284,6 +293,9 @@ func (a *App) finish(ctx context.Context, req *mcpserver.Request, outcome string
 		op.Result = b
 		return nil
 	})
+	if rec := (*store.RecordedError)(nil); errors.As(err, &rec) {
+		return a.replay(req, rec.Op)
+	}
 	if errors.Is(err, store.ErrConflict) {
 		if r, ok, rerr := a.recorded(ctx, req); ok || rerr != nil {
 			return r, rerr
@@ -331,9 +343,8 @@ func (a *App) exportReport(ctx context.Context, req *mcpserver.Request, args *ex
 	if req.Principal == "" {
 		return mcpserver.ToolError(TextSignIn), nil
 	}
-	if r, ok, err := a.recorded(ctx, req); ok || err != nil {
-		return r, err
-	}
+	// An answer completes the operation: finish answers a replay from the
+	// ledger in the same round trip that looks for it.
 	switch ans := req.Elicitation(KeyOptions); ans.Outcome {
 	case elicit.Accepted:
 		return a.prepareDraft(ctx, req, args, ans.Content)
@@ -341,6 +352,9 @@ func (a *App) exportReport(ctx context.Context, req *mcpserver.Request, args *ex
 		return a.finish(ctx, req, OutcomeDeclined, textResult(TextExportDeclined, true, nil), nil)
 	case elicit.Cancelled:
 		return a.finish(ctx, req, OutcomeCancelled, textResult(TextExportCancelled, true, nil), nil)
+	}
+	if r, ok, err := a.recorded(ctx, req); ok || err != nil {
+		return r, err
 	}
 	// First call, or the answer was missing or invalid: ask (the library
 	// adds what was wrong and caps the corrections).

@@ -15,13 +15,16 @@ import (
 // CompleteOperation implements store.Ledger, in as few round trips as
 // the contract allows: one that begins the transaction, takes a
 // transaction-level advisory lock on the operation id (so concurrent calls
-// for one id, from this or another process, queue) and looks for the id;
-// then the effect, whose writes are sent ahead with whatever it does next
-// rather than each on its own; and one that carries those writes, the
-// ledger row and COMMIT. An effect that only inserts costs no round trip
-// of its own: two in all. The call that finds no ledger row runs its
-// effect; the others then see its row and get ErrConflict without running
-// theirs. The unique key on operations.id backs this up.
+// for one id, from this or another process, queue) and reads the id's
+// ledger row; then the effect, whose writes are sent ahead with whatever
+// it does next rather than each on its own; and one that carries those
+// writes, the ledger row and COMMIT. An effect that only inserts costs no
+// round trip of its own: two in all, and a caller that relies on the
+// store.RecordedError of a replay needs no lookup before. The call that
+// finds no ledger row runs its effect; the others then find its row and
+// get it in a store.RecordedError without running theirs (a replay costs
+// a second round trip, the ROLLBACK). The unique key on operations.id
+// backs this up.
 //
 // A write sent ahead cannot report its own failure to the effect (a
 // duplicate record id is found only when it reaches the server), so if one
@@ -64,21 +67,25 @@ func (s *Store) completeOperation(ctx context.Context, op *store.Operation, effe
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
 	b.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, operationLockClass, op.ID)
-	b.Queue(`SELECT EXISTS (SELECT 1 FROM operations WHERE id = $1)`, op.ID)
-	var exists bool
-	if err := sendBatch(ctx, conn, b, func(br pgx.BatchResults) error {
+	b.Queue(selectOperation, op.ID)
+	var recorded *store.Operation
+	if err := sendBatch(ctx, conn, b, func(br pgx.BatchResults) (err error) {
 		if _, err := br.Exec(); err != nil {
 			return err
 		}
 		if _, err := br.Exec(); err != nil {
 			return fmt.Errorf("lock: %w", err)
 		}
-		return br.QueryRow().Scan(&exists)
+		recorded, err = scanOperation(br.QueryRow(), op.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		return err
 	}); err != nil {
 		return s.errorf("postgres: complete operation: %w", err)
 	}
-	if exists {
-		return s.errorf("postgres: operation already recorded: %w", store.ErrConflict)
+	if recorded != nil {
+		return fmt.Errorf("postgres: complete operation: %w", &store.RecordedError{Op: recorded})
 	}
 	fx := &effects{s: s, conn: conn, opID: op.ID, ahead: ahead}
 	if effect != nil {
@@ -132,16 +139,26 @@ func sendBatch(ctx context.Context, conn *pgx.Conn, b *pgx.Batch, read func(pgx.
 func (s *Store) GetOperation(ctx context.Context, id string) (*store.Operation, error) {
 	ctx, cancel := s.call(ctx)
 	defer cancel()
+	op, err := scanOperation(s.pool.QueryRow(ctx, selectOperation, id), id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, s.errorf("postgres: get operation: %w", err)
+	}
+	return op, err
+}
+
+const selectOperation = `SELECT principal, name, outcome, result, completed_at FROM operations WHERE id = $1`
+
+// scanOperation reads the row of selectOperation: store.ErrNotFound if
+// there is none.
+func scanOperation(row pgx.Row, id string) (*store.Operation, error) {
 	op := store.Operation{ID: id}
 	var completed int64
-	err := s.pool.QueryRow(ctx,
-		`SELECT principal, name, outcome, result, completed_at FROM operations WHERE id = $1`, id).
-		Scan(&op.Principal, &op.Name, &op.Outcome, &op.Result, &completed)
+	err := row.Scan(&op.Principal, &op.Name, &op.Outcome, &op.Result, &completed)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
 	if err != nil {
-		return nil, s.errorf("postgres: get operation: %w", err)
+		return nil, err
 	}
 	if op.Result == nil {
 		op.Result = []byte{}

@@ -79,11 +79,14 @@ func (c *countingConn) Read(b []byte) (int, error) {
 // TestAcceptLegRoundTrips runs export_report (examples/reports over
 // mcpserver and streamhttp, as elicitd serves it) against PostgreSQL and
 // counts the round trips of the accept leg, which prepares a draft: the
-// replay lookup, then the ledger completion with the draft's insert. At
-// most three; before the completion was pipelined it took nine (BEGIN,
-// lock, lookup, SAVEPOINT, INSERT, RELEASE, INSERT, COMMIT, and the
-// replay lookup). Other outcomes of the leg (decline) and the replay of a
-// completed operation stay within three as well.
+// ledger completion (BEGIN, lock and the operation's row; then the draft's
+// insert, the ledger row and COMMIT), which is also the replay lookup. At
+// most two; before, it took three with a replay lookup of its own, and
+// nine before the completion was pipelined (BEGIN, lock, lookup,
+// SAVEPOINT, INSERT, RELEASE, INSERT, COMMIT, and the replay lookup).
+// The other outcome of the leg (decline) takes two as well, and the replay
+// of a completed operation two (the lookup, which finds the row, and the
+// ROLLBACK).
 func TestAcceptLegRoundTrips(t *testing.T) {
 	dsn := pgtest.SchemaDSN(t)
 	rt := &roundTrips{}
@@ -139,6 +142,7 @@ func TestAcceptLegRoundTrips(t *testing.T) {
 		return `"inputResponses":{"` + reports.KeyOptions + `":` + answer + `},"requestState":"` + state + `",`
 	}
 	const accept = `{"action":"accept","content":{"detail":"summary","label":"Q2"}}`
+	const maxRoundTrips = 2
 	// Warm-up: one flow of each kind prepares every statement.
 	call(2, retry(accept, firstLeg(1)))
 	call(4, retry(`{"action":"decline"}`, firstLeg(3)))
@@ -161,15 +165,17 @@ func TestAcceptLegRoundTrips(t *testing.T) {
 		if r["resultType"] != "complete" || (r["isError"] == true) != tc.isError {
 			t.Fatalf("%s: %v", tc.name, r)
 		}
-		if n > 3 {
-			t.Errorf("%s: %d round trips, want at most 3", tc.name, n)
+		if n > maxRoundTrips {
+			t.Errorf("%s: %d round trips, want at most %d", tc.name, n, maxRoundTrips)
 		}
 		// A replay of the completed operation answers from the ledger.
 		if again := call(100+i, retry(tc.answer, state)); fmt.Sprint(again["content"]) != fmt.Sprint(r["content"]) {
 			t.Errorf("%s: replay answered %v, want the recorded %v", tc.name, again, r)
 		}
-		if n := rt.reset(); n > 3 {
-			t.Errorf("%s: the replay made %d round trips, want at most 3", tc.name, n)
+		n = rt.reset()
+		t.Logf("%s, replayed: %d round trips", tc.name, n)
+		if n > maxRoundTrips {
+			t.Errorf("%s: the replay made %d round trips, want at most %d", tc.name, n, maxRoundTrips)
 		}
 	}
 	drafts, err := st.ListRecords(t.Context(), reports.KindDraft, "alice")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/mcp-elicit/elicit/store"
@@ -12,20 +13,19 @@ import (
 // CompleteOperation implements store.Ledger. It runs on the writer (see
 // the package doc): calls run one after another in its transaction, so
 // the one that finds no ledger row runs its effect and the others, even in
-// the same transaction, see its row and get ErrConflict without running
-// theirs. No call returns before the transaction committed or rolled
-// back: an ErrConflict always names a committed row.
+// the same transaction, see its row and get it in a store.RecordedError
+// without running theirs. No call returns before the transaction committed
+// or rolled back: an ErrConflict always names a committed row.
 func (s *Store) CompleteOperation(ctx context.Context, op *store.Operation, effect func(context.Context, store.Effects) error) error {
 	if op == nil || op.ID == "" || len(op.ID) > store.MaxOperationIDLen {
 		return errors.New("sqlite: complete operation: operation id must be 1 to 128 bytes")
 	}
 	return s.write(ctx, func(ctx context.Context, w *wtx) error {
-		var one int
-		err := w.queryRow(ctx, `SELECT 1 FROM operations WHERE id = ?`, op.ID).Scan(&one)
+		recorded, err := scanOperation(w.queryRow(ctx, selectOperation, op.ID), op.ID)
 		switch {
 		case err == nil:
-			return s.errorf("sqlite: operation already recorded: %w", store.ErrConflict)
-		case !errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("sqlite: complete operation: %w", &store.RecordedError{Op: recorded})
+		case !errors.Is(err, store.ErrNotFound):
 			return s.errorf("sqlite: complete operation: %w", err)
 		}
 		if effect != nil {
@@ -55,16 +55,26 @@ func (s *Store) CompleteOperation(ctx context.Context, op *store.Operation, effe
 
 // GetOperation implements store.Ledger.
 func (s *Store) GetOperation(ctx context.Context, id string) (*store.Operation, error) {
+	op, err := scanOperation(s.queryRow(ctx, selectOperation, id), id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, s.errorf("sqlite: get operation: %w", err)
+	}
+	return op, err
+}
+
+const selectOperation = `SELECT principal, name, outcome, result, completed_at FROM operations WHERE id = ?`
+
+// scanOperation reads the row of selectOperation: store.ErrNotFound if
+// there is none.
+func scanOperation(row rowScanner, id string) (*store.Operation, error) {
 	op := store.Operation{ID: id}
 	var completed int64
-	err := s.queryRow(ctx,
-		`SELECT principal, name, outcome, result, completed_at FROM operations WHERE id = ?`, id).
-		Scan(&op.Principal, &op.Name, &op.Outcome, &op.Result, &completed)
+	err := row.Scan(&op.Principal, &op.Name, &op.Outcome, &op.Result, &completed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
 	if err != nil {
-		return nil, s.errorf("sqlite: get operation: %w", err)
+		return nil, err
 	}
 	if op.Result == nil {
 		op.Result = []byte{}

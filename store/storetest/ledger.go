@@ -162,6 +162,16 @@ func testOperationReplay(t *testing.T, s store.Store) {
 		if ran {
 			t.Fatal("effect ran again for a recorded operation")
 		}
+		// The error carries the recorded row, so a replay needs no
+		// GetOperation.
+		var rec *store.RecordedError
+		if !errors.As(err, &rec) || rec.Op == nil {
+			t.Fatalf("replayed CompleteOperation = %v, want a *store.RecordedError with the row", err)
+		}
+		if got := rec.Op; got.ID != op.ID || got.Principal != "alice" || got.Outcome != "sent" || string(got.Result) != "first" ||
+			!got.CompletedAt.Equal(op.CompletedAt) {
+			t.Fatalf("RecordedError.Op = %+v, want the first call's row %+v", got, op)
+		}
 	}
 	wantRecords(t, s, "report_send", "alice", 1)
 	if got, err := s.GetOperation(ctx, op.ID); err != nil || string(got.Result) != "first" {
@@ -322,6 +332,10 @@ func testConcurrentCompleteOperation(t *testing.T, s store.Store) {
 		case err == nil:
 			ok++
 		case errors.Is(err, store.ErrConflict):
+			var rec *store.RecordedError
+			if errors.As(err, &rec) && (rec.Op == nil || rec.Op.ID != op.ID) {
+				t.Errorf("goroutine %d: RecordedError.Op = %+v, want operation %s", i, rec.Op, op.ID)
+			}
 		default:
 			t.Errorf("goroutine %d: %v, want nil or ErrConflict", i, err)
 		}
