@@ -117,6 +117,7 @@ type Store interface {
 	CompleteFlow(ctx context.Context, flowID, principal string, sealedSecret []byte, now time.Time) error
 	CloseFlow(ctx context.Context, flowID, principal string, now time.Time) error
 	GetSecret(ctx context.Context, principal, name string) ([]byte, error)
+	HasSecret(ctx context.Context, principal, name string) (bool, error)
 	ReplaceSecret(ctx context.Context, principal, name string, old, sealed []byte, now time.Time) error
 	CreateSession(ctx context.Context, s *store.Session) error
 	GetSession(ctx context.Context, id string) (*store.Session, error)
@@ -417,16 +418,10 @@ func (s *Service) Flow(ctx context.Context, id string) (*store.Flow, error) {
 }
 
 // HasSecret reports whether principal has a stored secret called name.
+// It asks the store whether the row exists (one point query) and reads,
+// opens or decodes nothing.
 func (s *Service) HasSecret(ctx context.Context, principal, name string) (bool, error) {
-	_, err := s.store.GetSecret(ctx, principal, name)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, store.ErrNotFound):
-		return false, nil
-	default:
-		return false, err
-	}
+	return s.store.HasSecret(ctx, principal, name)
 }
 
 // Secret returns principal's decrypted secret called name, for server-side

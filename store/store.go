@@ -189,6 +189,10 @@ type Store interface {
 	// GetSecret returns principal's sealed secret called name.
 	// ErrNotFound if there is none.
 	GetSecret(ctx context.Context, principal, name string) ([]byte, error)
+	// HasSecret reports whether principal has a sealed secret called
+	// name, without reading it: what a tool that only says whether an
+	// account is connected needs.
+	HasSecret(ctx context.Context, principal, name string) (bool, error)
 	// ReplaceSecret replaces principal's sealed secret called name with
 	// sealed, if the stored one is still byte for byte old: a compare and
 	// swap, so a value derived from old (a refreshed OAuth token) never

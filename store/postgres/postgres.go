@@ -464,6 +464,18 @@ func (s *Store) GetSecret(ctx context.Context, principal, name string) ([]byte, 
 	return b, nil
 }
 
+// HasSecret implements store.Store.
+func (s *Store) HasSecret(ctx context.Context, principal, name string) (bool, error) {
+	ctx, cancel := s.call(ctx)
+	defer cancel()
+	var has bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM secrets WHERE principal = $1 AND name = $2)`, principal, name).Scan(&has)
+	if err != nil {
+		return false, s.errorf("postgres: has secret: %w", err)
+	}
+	return has, nil
+}
+
 func hashID(id string) string {
 	h := sha256.Sum256([]byte(id))
 	return hex.EncodeToString(h[:])

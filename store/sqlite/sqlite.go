@@ -581,6 +581,16 @@ func (s *Store) GetSecret(ctx context.Context, principal, name string) ([]byte, 
 	return b, nil
 }
 
+// HasSecret implements store.Store.
+func (s *Store) HasSecret(ctx context.Context, principal, name string) (bool, error) {
+	var has bool
+	err := s.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM secrets WHERE principal = ? AND name = ?)`, principal, name).Scan(&has)
+	if err != nil {
+		return false, s.errorf("sqlite: has secret: %w", err)
+	}
+	return has, nil
+}
+
 func hashID(id string) string {
 	h := sha256.Sum256([]byte(id))
 	return hex.EncodeToString(h[:])

@@ -174,6 +174,9 @@ func wantNoSecret(t *testing.T, s store.Store, principal, name string) {
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("GetSecret(%q, %q) = %q, %v; want ErrNotFound", principal, name, b, err)
 	}
+	if has, err := s.HasSecret(context.Background(), principal, name); has || err != nil {
+		t.Fatalf("HasSecret(%q, %q) = %v, %v; want false, nil", principal, name, has, err)
+	}
 }
 
 func wantSecret(t *testing.T, s store.Store, principal, name string, want []byte) {
@@ -184,6 +187,9 @@ func wantSecret(t *testing.T, s store.Store, principal, name string, want []byte
 	}
 	if !bytes.Equal(b, want) {
 		t.Fatalf("GetSecret(%q, %q) = %q, want %q", principal, name, b, want)
+	}
+	if has, err := s.HasSecret(context.Background(), principal, name); !has || err != nil {
+		t.Fatalf("HasSecret(%q, %q) = %v, %v; want true, nil", principal, name, has, err)
 	}
 }
 
