@@ -29,17 +29,8 @@ import (
 // (nothing half-written); the database reopens clean.
 func TestSIGKILLDuringWriteBurst(t *testing.T) {
 	dir, bin := buildElicitd(t)
-	addr := freeLoopbackAddr(t)
 	data := filepath.Join(dir, "data")
-	proc := startProcess(t, bin, environWithoutElicit(), "--addr", addr, "--data", data, "--audit-log", "off")
-	e := &reportsEnv{env: &env{t: t, url: "http://" + addr, logs: &syncBuffer{}, rec: &recorder{}}}
-	const legs, workers, killAfter = 400, 16, 100
-	acked, killed := burstUntilKilled(e.url, e.firstLegs(t, "alice", legs), workers, killAfter, func() { proc.cmd.Process.Kill() })
-	if !killed {
-		t.Fatalf("the burst ended before %d acknowledgements (%d)", killAfter, len(acked))
-	}
-	proc.wait()
-
+	acked := killDuringWriteBurst(t, bin, "--data", data)
 	db := filepath.Join(data, "elicitd.db")
 	st, err := sqlite.Open(db)
 	if err != nil {
@@ -48,10 +39,7 @@ func TestSIGKILLDuringWriteBurst(t *testing.T) {
 	drafts := checkDraftsKept(t, st, acked)
 	st.Close()
 	checkDatabaseAfterKill(t, db, drafts)
-	t.Logf("SIGKILL after %d acknowledged drafts: %d acknowledged in all, %d in the database", killAfter, len(acked), drafts)
-	if drafts > legs {
-		t.Fatalf("%d drafts from %d operations", drafts, legs)
-	}
+	t.Logf("SIGKILL after %d acknowledged drafts: %d acknowledged in all, %d in the database", burstKillAfter, len(acked), drafts)
 }
 
 // TestSIGKILLDuringWriteBurstPostgres is TestSIGKILLDuringWriteBurst on
@@ -65,16 +53,7 @@ func TestSIGKILLDuringWriteBurstPostgres(t *testing.T) {
 	}
 	dir, bin := buildElicitd(t)
 	dsn := pgtest.SchemaDSN(t)
-	addr := freeLoopbackAddr(t)
-	proc := startProcess(t, bin, environWithoutElicit(), "--addr", addr, "--data", filepath.Join(dir, "data"), "--store", dsn, "--audit-log", "off")
-	e := &reportsEnv{env: &env{t: t, url: "http://" + addr, logs: &syncBuffer{}, rec: &recorder{}}}
-	const legs, workers, killAfter = 400, 16, 100
-	acked, killed := burstUntilKilled(e.url, e.firstLegs(t, "alice", legs), workers, killAfter, func() { proc.cmd.Process.Kill() })
-	if !killed {
-		t.Fatalf("the burst ended before %d acknowledgements (%d)", killAfter, len(acked))
-	}
-	proc.wait()
-
+	acked := killDuringWriteBurst(t, bin, "--data", filepath.Join(dir, "data"), "--store", dsn)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	st, err := postgres.Open(ctx, dsn)
@@ -92,10 +71,28 @@ func TestSIGKILLDuringWriteBurstPostgres(t *testing.T) {
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM operations WHERE outcome = $1`, reports.OutcomePrepared).Scan(&prepared); err != nil || prepared != drafts {
 		t.Errorf("%d prepare operations recorded (%v) for %d drafts", prepared, err, drafts)
 	}
-	t.Logf("SIGKILL after %d acknowledged drafts: %d acknowledged in all, %d in the database", killAfter, len(acked), drafts)
-	if drafts > legs {
-		t.Fatalf("%d drafts from %d operations", drafts, legs)
+	t.Logf("SIGKILL after %d acknowledged drafts: %d acknowledged in all, %d in the database", burstKillAfter, len(acked), drafts)
+}
+
+// The write burst: burstLegs export_report accept legs of alice from 16
+// clients, and SIGKILL once burstKillAfter drafts were acknowledged.
+const burstLegs, burstKillAfter = 400, 100
+
+// killDuringWriteBurst starts elicitd with args (and a free --addr),
+// sends the write burst, kills the process once burstKillAfter drafts
+// were acknowledged, waits for it to end and returns the acknowledged
+// draft ids.
+func killDuringWriteBurst(t *testing.T, bin string, args ...string) []string {
+	t.Helper()
+	addr := freeLoopbackAddr(t)
+	proc := startProcess(t, bin, environWithoutElicit(), append([]string{"--addr", addr, "--audit-log", "off"}, args...)...)
+	e := &reportsEnv{env: &env{t: t, url: "http://" + addr, logs: &syncBuffer{}, rec: &recorder{}}}
+	acked, killed := burstUntilKilled(e.url, e.firstLegs(t, "alice", burstLegs), 16, burstKillAfter, func() { proc.cmd.Process.Kill() })
+	if !killed {
+		t.Fatalf("the burst ended before %d acknowledgements (%d)", burstKillAfter, len(acked))
 	}
+	proc.wait()
+	return acked
 }
 
 // burstUntilKilled sends bodies (export_report legs of alice) from
@@ -157,8 +154,9 @@ func exportedDraft(url, body string) (string, error) {
 	return resp.Result.StructuredContent.DraftID, nil
 }
 
-// checkDraftsKept checks the reopened store: every acknowledged draft is
-// there, each with its ledger row. It returns how many drafts there are.
+// checkDraftsKept checks the reopened store after the write burst: every
+// acknowledged draft is there, each with its ledger row, and there are no
+// more drafts than operations sent. It returns how many there are.
 func checkDraftsKept(t *testing.T, st store.Ledger, acked []string) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -179,6 +177,9 @@ func checkDraftsKept(t *testing.T, st store.Ledger, acked []string) int {
 		if !have[id] {
 			t.Errorf("acknowledged draft %s lost", id)
 		}
+	}
+	if len(drafts) > burstLegs {
+		t.Fatalf("%d drafts from %d operations", len(drafts), burstLegs)
 	}
 	return len(drafts)
 }
