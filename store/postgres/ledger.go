@@ -139,11 +139,18 @@ func sendBatch(ctx context.Context, conn *pgx.Conn, b *pgx.Batch, read func(pgx.
 func (s *Store) GetOperation(ctx context.Context, id string) (*store.Operation, error) {
 	ctx, cancel := s.call(ctx)
 	defer cancel()
-	op, err := scanOperation(s.pool.QueryRow(ctx, selectOperation, id), id)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	var op *store.Operation
+	err := s.readRow(ctx, func(row pgx.Row) (err error) {
+		op, err = scanOperation(row, id)
+		return err
+	}, selectOperation, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, err
+	case err != nil:
 		return nil, s.errorf("postgres: get operation: %w", err)
 	}
-	return op, err
+	return op, nil
 }
 
 const selectOperation = `SELECT principal, name, outcome, result, completed_at FROM operations WHERE id = $1`
@@ -185,7 +192,11 @@ func scanRecord(row pgx.Row) (*store.Record, error) {
 }
 
 func (s *Store) getRecord(ctx context.Context, kind, id string) (*store.Record, error) {
-	r, err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+recordColumns+` FROM records WHERE kind = $1 AND id = $2`, kind, id))
+	var r *store.Record
+	err := s.readRow(ctx, func(row pgx.Row) (err error) {
+		r, err = scanRecord(row)
+		return err
+	}, `SELECT `+recordColumns+` FROM records WHERE kind = $1 AND id = $2`, kind, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}

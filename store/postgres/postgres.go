@@ -57,7 +57,8 @@ type Store struct {
 	// full is set when a write failed with disk_full and cleared by a
 	// Health probe write that works.
 	full  atomic.Bool
-	flows flowHub // WatchFlow's listener (flownotify.go)
+	flows flowHub  // WatchFlow's listener (flownotify.go)
+	reads rowReads // point reads pipelined under load (reads.go)
 }
 
 // Options tune Open. The zero value (or nil) gives the defaults.
@@ -194,7 +195,7 @@ func open(ctx context.Context, dsn string, create bool, opts *Options) (*Store, 
 	if err != nil {
 		return nil, pgErrorf("postgres: %w", err)
 	}
-	s := &Store{pool: pool, timeout: o.Timeout}
+	s := &Store{pool: pool, timeout: o.Timeout, reads: rowReads{limit: readsInFlight()}}
 	if create {
 		// Connect first, so a refused connection reads as the keys
 		// command's (OpenExisting's query below) does.
@@ -350,7 +351,11 @@ const flowColumns = `id, principal, purpose, status, created_at, expires_at, com
 func (s *Store) GetFlow(ctx context.Context, id string) (*store.Flow, error) {
 	ctx, cancel := s.call(ctx)
 	defer cancel()
-	f, err := scanFlow(s.pool.QueryRow(ctx, `SELECT `+flowColumns+` FROM flows WHERE id = $1`, id))
+	var f *store.Flow
+	err := s.readRow(ctx, func(row pgx.Row) (err error) {
+		f, err = scanFlow(row)
+		return err
+	}, `SELECT `+flowColumns+` FROM flows WHERE id = $1`, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -364,9 +369,13 @@ func (s *Store) GetFlow(ctx context.Context, id string) (*store.Flow, error) {
 func (s *Store) PendingFlow(ctx context.Context, principal, purpose string, now time.Time) (*store.Flow, error) {
 	ctx, cancel := s.call(ctx)
 	defer cancel()
-	f, err := scanFlow(s.pool.QueryRow(ctx, `SELECT `+flowColumns+` FROM flows
+	var f *store.Flow
+	err := s.readRow(ctx, func(row pgx.Row) (err error) {
+		f, err = scanFlow(row)
+		return err
+	}, `SELECT `+flowColumns+` FROM flows
 		 WHERE principal = $1 AND purpose = $2 AND status = 'pending' AND expires_at > $3
-		 ORDER BY created_at DESC, id DESC LIMIT 1`, principal, purpose, toNanos(now)))
+		 ORDER BY created_at DESC, id DESC LIMIT 1`, principal, purpose, toNanos(now))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -451,7 +460,8 @@ func (s *Store) GetSecret(ctx context.Context, principal, name string) ([]byte, 
 	ctx, cancel := s.call(ctx)
 	defer cancel()
 	var b []byte
-	err := s.pool.QueryRow(ctx, `SELECT sealed FROM secrets WHERE principal = $1 AND name = $2`, principal, name).Scan(&b)
+	err := s.readRow(ctx, func(row pgx.Row) error { return row.Scan(&b) },
+		`SELECT sealed FROM secrets WHERE principal = $1 AND name = $2`, principal, name)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -469,7 +479,8 @@ func (s *Store) HasSecret(ctx context.Context, principal, name string) (bool, er
 	ctx, cancel := s.call(ctx)
 	defer cancel()
 	var has bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM secrets WHERE principal = $1 AND name = $2)`, principal, name).Scan(&has)
+	err := s.readRow(ctx, func(row pgx.Row) error { return row.Scan(&has) },
+		`SELECT EXISTS (SELECT 1 FROM secrets WHERE principal = $1 AND name = $2)`, principal, name)
 	if err != nil {
 		return false, s.errorf("postgres: has secret: %w", err)
 	}
@@ -506,9 +517,8 @@ func (s *Store) GetSession(ctx context.Context, id string) (*store.Session, erro
 	defer cancel()
 	sess := store.Session{ID: id}
 	var created, expires int64
-	err := s.pool.QueryRow(ctx,
-		`SELECT principal, csrf, created_at, expires_at FROM sessions WHERE id_hash = $1`, hashID(id)).
-		Scan(&sess.Principal, &sess.CSRF, &created, &expires)
+	err := s.readRow(ctx, func(row pgx.Row) error { return row.Scan(&sess.Principal, &sess.CSRF, &created, &expires) },
+		`SELECT principal, csrf, created_at, expires_at FROM sessions WHERE id_hash = $1`, hashID(id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
