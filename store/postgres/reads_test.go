@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net"
+	"runtime"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -175,4 +177,46 @@ func TestPointReadsPipelined(t *testing.T) {
 	if g.roundTrips != 1 {
 		t.Fatalf("the %d waiting reads took %d round trips, want 1 (one pipeline)", n+1, g.roundTrips)
 	}
+}
+
+// BenchmarkPointReads runs HasSecret from 16 goroutines, each read alone
+// (as before pipelining) and pipelined, and reports the process's CPU
+// time per read (user + system, from getrusage): what a read-only tool
+// pays for its store read.
+func BenchmarkPointReads(b *testing.B) {
+	dsn := pgtest.SchemaDSN(b)
+	for _, bc := range []struct {
+		name  string
+		limit int
+	}{{"alone", 1 << 20}, {"pipelined", readsInFlight()}} {
+		b.Run(bc.name, func(b *testing.B) {
+			s, err := Open(context.Background(), dsn)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			s.reads.limit = bc.limit
+			b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
+			c0 := cpuTime()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := s.HasSecret(context.Background(), "alice", "billing_key"); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
