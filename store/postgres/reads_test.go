@@ -3,9 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
-	"net"
 	"runtime"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -13,50 +11,6 @@ import (
 	"github.com/mcp-elicit/elicit/store"
 	"github.com/mcp-elicit/elicit/store/postgres/pgtest"
 )
-
-// gatedConn counts round trips (a write after a read) and, while gate is
-// set, holds every read until gate is closed, after telling held.
-type gatedConn struct {
-	net.Conn
-	g *gate
-}
-
-type gate struct {
-	mu         sync.Mutex
-	roundTrips int
-	lastRead   bool
-	gate, held chan struct{}
-}
-
-func (c *gatedConn) Write(b []byte) (int, error) {
-	c.g.mu.Lock()
-	if c.g.lastRead {
-		c.g.roundTrips++
-		c.g.lastRead = false
-	}
-	c.g.mu.Unlock()
-	return c.Conn.Write(b)
-}
-
-func (c *gatedConn) Read(b []byte) (int, error) {
-	c.g.mu.Lock()
-	gate, held := c.g.gate, c.g.held
-	c.g.held = nil
-	c.g.mu.Unlock()
-	if gate != nil {
-		if held != nil {
-			close(held)
-		}
-		<-gate
-	}
-	n, err := c.Conn.Read(b)
-	if n > 0 {
-		c.g.mu.Lock()
-		c.g.lastRead = true
-		c.g.mu.Unlock()
-	}
-	return n, err
-}
 
 // TestPointReadsPipelined: reads that come while the reads in flight use
 // every place wait, go to the server as one pipeline when a place frees
@@ -66,17 +20,10 @@ func (c *gatedConn) Read(b []byte) (int, error) {
 func TestPointReadsPipelined(t *testing.T) {
 	dsn := pgtest.SchemaDSN(t)
 	ctx := context.Background()
-	g := &gate{lastRead: true}
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		return &gatedConn{Conn: c, g: g}, nil
-	}
+	rt := &RoundTrips{}
 	// One connection, one read in flight at most: the queue forms behind
 	// the first read.
-	s, err := OpenWith(ctx, dsn, &Options{MaxConns: 1, DialFunc: dial})
+	s, err := OpenWith(ctx, dsn, &Options{MaxConns: 1, DialFunc: rt.Dial})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,21 +47,7 @@ func TestPointReadsPipelined(t *testing.T) {
 		}
 	}
 	s.reads.mu.Unlock()
-	g.mu.Lock()
-	g.gate, g.held = make(chan struct{}), make(chan struct{})
-	held := g.held
-	g.mu.Unlock()
-	var once sync.Once
-	release := func() {
-		once.Do(func() {
-			g.mu.Lock()
-			g.roundTrips = 0
-			gate := g.gate
-			g.gate = nil
-			g.mu.Unlock()
-			close(gate)
-		})
-	}
+	held, release := rt.Hold()
 	defer release() // before Close, which waits for the held connection
 
 	first := make(chan error, 1)
@@ -163,6 +96,7 @@ func TestPointReadsPipelined(t *testing.T) {
 	}
 
 	// Release the first read: the waiting ones go next, together.
+	rt.Reset()
 	release()
 	if err := <-first; err != nil {
 		t.Fatalf("the first read: %v", err)
@@ -172,10 +106,8 @@ func TestPointReadsPipelined(t *testing.T) {
 			t.Fatalf("a waiting read = %v, %v; want true: it is sent after the commit", a.has, a.err)
 		}
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.roundTrips != 1 {
-		t.Fatalf("the %d waiting reads took %d round trips, want 1 (one pipeline)", n+1, g.roundTrips)
+	if trips := rt.Reset(); trips != 1 {
+		t.Fatalf("the %d waiting reads took %d round trips, want 1 (one pipeline)", n+1, trips)
 	}
 }
 

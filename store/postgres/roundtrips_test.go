@@ -1,16 +1,13 @@
 package postgres_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/mcp-elicit/elicit/auth"
@@ -22,59 +19,6 @@ import (
 	"github.com/mcp-elicit/elicit/store/postgres/pgtest"
 	"github.com/mcp-elicit/elicit/streamhttp"
 )
-
-// roundTrips counts the round trips on the connections it dials: a write
-// that follows a read (or is the first) waits for the server's answer
-// once; writes in a row (a pipeline) count once.
-type roundTrips struct {
-	mu       sync.Mutex
-	n        int
-	lastRead bool
-}
-
-func (rt *roundTrips) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-	if err != nil {
-		return nil, err
-	}
-	rt.mu.Lock()
-	rt.lastRead = true
-	rt.mu.Unlock()
-	return &countingConn{Conn: c, rt: rt}, nil
-}
-
-func (rt *roundTrips) reset() int {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	n := rt.n
-	rt.n = 0
-	return n
-}
-
-type countingConn struct {
-	net.Conn
-	rt *roundTrips
-}
-
-func (c *countingConn) Write(b []byte) (int, error) {
-	c.rt.mu.Lock()
-	if c.rt.lastRead {
-		c.rt.n++
-		c.rt.lastRead = false
-	}
-	c.rt.mu.Unlock()
-	return c.Conn.Write(b)
-}
-
-func (c *countingConn) Read(b []byte) (int, error) {
-	n, err := c.Conn.Read(b)
-	if n > 0 {
-		c.rt.mu.Lock()
-		c.rt.lastRead = true
-		c.rt.mu.Unlock()
-	}
-	return n, err
-}
 
 // TestAcceptLegRoundTrips runs export_report (examples/reports over
 // mcpserver and streamhttp, as elicitd serves it) against PostgreSQL and
@@ -89,10 +33,10 @@ func (c *countingConn) Read(b []byte) (int, error) {
 // ROLLBACK).
 func TestAcceptLegRoundTrips(t *testing.T) {
 	dsn := pgtest.SchemaDSN(t)
-	rt := &roundTrips{}
+	rt := &postgres.RoundTrips{}
 	// One connection: every statement is prepared on it by the warm-up,
 	// as in steady state.
-	st, err := postgres.OpenWith(t.Context(), dsn, &postgres.Options{MaxConns: 1, DialFunc: rt.dial})
+	st, err := postgres.OpenWith(t.Context(), dsn, &postgres.Options{MaxConns: 1, DialFunc: rt.Dial})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +90,7 @@ func TestAcceptLegRoundTrips(t *testing.T) {
 	// Warm-up: one flow of each kind prepares every statement.
 	call(2, retry(accept, firstLeg(1)))
 	call(4, retry(`{"action":"decline"}`, firstLeg(3)))
-	rt.reset()
+	rt.Reset()
 
 	for i, tc := range []struct {
 		name, answer string
@@ -156,11 +100,11 @@ func TestAcceptLegRoundTrips(t *testing.T) {
 		{"decline", `{"action":"decline"}`, true},
 	} {
 		state := firstLeg(10 + 2*i)
-		if n := rt.reset(); n != 0 {
+		if n := rt.Reset(); n != 0 {
 			t.Errorf("%s: the first leg made %d round trips, want none", tc.name, n)
 		}
 		r := call(11+2*i, retry(tc.answer, state))
-		n := rt.reset()
+		n := rt.Reset()
 		t.Logf("%s: %d round trips", tc.name, n)
 		if r["resultType"] != "complete" || (r["isError"] == true) != tc.isError {
 			t.Fatalf("%s: %v", tc.name, r)
@@ -172,7 +116,7 @@ func TestAcceptLegRoundTrips(t *testing.T) {
 		if again := call(100+i, retry(tc.answer, state)); fmt.Sprint(again["content"]) != fmt.Sprint(r["content"]) {
 			t.Errorf("%s: replay answered %v, want the recorded %v", tc.name, again, r)
 		}
-		n = rt.reset()
+		n = rt.Reset()
 		t.Logf("%s, replayed: %d round trips", tc.name, n)
 		if n > maxRoundTrips {
 			t.Errorf("%s: the replay made %d round trips, want at most %d", tc.name, n, maxRoundTrips)
