@@ -95,6 +95,7 @@ type InputRequired struct {
 	requests map[string]mcp.InputRequest
 	issued   map[string]issued
 	state    []byte
+	status   string // the task's statusMessage while it waits (WithStatusMessage)
 	err      error
 }
 
@@ -193,6 +194,17 @@ func (a *InputRequired) ListRoots(key string) *InputRequired {
 // the retry.
 func (a *InputRequired) WithState(state []byte) *InputRequired {
 	a.state = state
+	return a
+}
+
+// WithStatusMessage sets the statusMessage a task shows while it waits
+// for these answers (SEP-2663 Task.statusMessage, e.g. "Waiting for the
+// recipient"), cleaned as Request.SetStatusMessage cleans it. Without it
+// the task moves to input_required with no message: the one the run set
+// while working no longer says what the task is doing. A call that is
+// not a task has no status: there it changes nothing.
+func (a *InputRequired) WithStatusMessage(msg string) *InputRequired {
+	a.status = msg
 	return a
 }
 

@@ -479,11 +479,18 @@ func (s *Server) settleTask(rt *tasks, in *transport.Incoming, rec *store.Task, 
 		if rpcErr != nil {
 			errJSON, _ = json.Marshal(rpcErr)
 		}
+		// What the run said while working is over; a failure says what
+		// went wrong (SEP-2663 §Task Execution Errors), in the words the
+		// error already has on the wire.
+		msg := ""
+		if rpcErr != nil {
+			msg = cleanStatusMessage(rpcErr.Message)
+		}
 		return func(t *store.Task) error {
 			if t.Status != mcp.TaskWorking {
 				return errNoChange
 			}
-			t.Status, t.Result, t.Error, t.InputRequests, t.Responses = status, res, errJSON, nil, nil
+			t.Status, t.StatusMessage, t.Result, t.Error, t.InputRequests, t.Responses = status, msg, res, errJSON, nil, nil
 			t.UpdatedAt, t.LeaseUntil = rt.now().UTC(), time.Time{}
 			return nil
 		}
@@ -534,16 +541,17 @@ func (s *Server) settleAsk(rt *tasks, in *transport.Incoming, req *Request, a *I
 	}
 	asked := encodePayload(a)
 	stateOnly := len(requests) == 0
+	msg := cleanStatusMessage(a.status)
 	return func(t *store.Task) error {
 		if t.Status != mcp.TaskWorking {
 			return errNoChange
 		}
-		t.Round, t.Asked, t.Responses = req.Round+1, asked, nil
-		t.Status, t.InputRequests, t.LeaseUntil = mcp.TaskInputRequired, requests, time.Time{}
-		if stateOnly {
-			t.Status, t.InputRequests, t.LeaseUntil = mcp.TaskWorking, nil, rt.now().UTC().Add(rt.lease)
+		t.Round, t.Asked, t.Responses, t.UpdatedAt = req.Round+1, asked, nil, rt.now().UTC()
+		if stateOnly { // still working, and the run's message stands
+			t.LeaseUntil = rt.now().UTC().Add(rt.lease)
+			return nil
 		}
-		t.UpdatedAt = rt.now().UTC()
+		t.Status, t.StatusMessage, t.InputRequests, t.LeaseUntil = mcp.TaskInputRequired, msg, requests, time.Time{}
 		return nil
 	}, stateOnly
 }
@@ -656,8 +664,8 @@ func (s *Server) updateTask(ctx context.Context, rt *tasks, in *transport.Incomi
 		if !changed {
 			return errNoChange
 		}
-		if len(t.InputRequests) == 0 {
-			t.Status, t.InputRequests, t.LeaseUntil = mcp.TaskWorking, nil, rt.now().UTC().Add(rt.lease)
+		if len(t.InputRequests) == 0 { // working again: the question's message is over
+			t.Status, t.StatusMessage, t.InputRequests, t.LeaseUntil = mcp.TaskWorking, "", nil, rt.now().UTC().Add(rt.lease)
 		}
 		t.UpdatedAt = rt.now().UTC()
 		return nil

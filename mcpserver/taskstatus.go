@@ -32,12 +32,21 @@ type taskStatus struct {
 // store shows it (with lastUpdatedAt moved on) until the next one; the
 // client decides whether and how to show it, and must treat it as
 // untrusted text. The message is made valid UTF-8 without NUL (each
-// becomes U+FFFD, so any store takes it) and cut to 1024 bytes. Only a
-// working task takes it: once the task waits for input or has ended it
-// changes nothing and returns nil, as it does outside a task. The same
-// message twice in a row is stored once. The error is the store's, or
-// the run's context error once the task was cancelled; a handler may
-// ignore it.
+// becomes U+FFFD, so any store takes it) and cut to 1024 bytes.
+//
+// It describes the work in progress, so it lasts while the task is
+// working: when the run settles the task the server replaces it. Moving
+// to input_required, the task shows InputRequired.WithStatusMessage's
+// message or none; completed, none (the result says it); failed, the
+// JSON-RPC error's message (SEP-2663 §Task Execution Errors); cancelled
+// by tasks/cancel, "Cancelled by the client". When answers put the task
+// back to working, it has none until the run sets one.
+//
+// Only a working task takes it: once the task waits for input or has
+// ended it changes nothing and returns nil, as it does outside a task.
+// The same message twice in a row is stored once. The error is the
+// store's, or the run's context error once the task was cancelled; a
+// handler may ignore it.
 func (r *Request) SetStatusMessage(msg string) error {
 	if r.taskStatus == nil {
 		return nil

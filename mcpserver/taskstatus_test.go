@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -9,6 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mcp-elicit/elicit/elicit"
+	"github.com/mcp-elicit/elicit/jsonrpc"
 	"github.com/mcp-elicit/elicit/mcp"
 )
 
@@ -120,4 +123,103 @@ func TestStatusMessageOutsideTask(t *testing.T) {
 			t.Fatalf("result %v, errors %v", r, errs)
 		}
 	})
+}
+
+// settlingTool registers "settles" on s: as a task, its first run sets
+// a status message and then ends as its "then" argument says; a run with
+// answers or state only waits for its context to end.
+func settlingTool(s *Server) {
+	s.AddToolWith(&mcp.Tool{Name: "settles"}, func(ctx context.Context, r *Request) (Reply, error) {
+		if r.TaskAllowed() {
+			return RunAsTask(), nil
+		}
+		if r.Elicitation("go").Outcome != elicit.Missing || r.State != nil {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		if err := r.SetStatusMessage("Exporting (2/5)"); err != nil {
+			return nil, err
+		}
+		var args struct{ Then string }
+		_ = json.Unmarshal(r.Arguments, &args)
+		switch args.Then {
+		case "ask":
+			return Ask().ElicitForm("go", "Go on?", json.RawMessage(confirmForm)), nil
+		case "ask_with_message":
+			return Ask().WithStatusMessage("Waiting for\x00 your go").ElicitForm("go", "Go on?", json.RawMessage(confirmForm)), nil
+		case "state_only":
+			return Ask().WithState([]byte("exported")), nil
+		case "tool_error":
+			return ToolError("no luck"), nil
+		case "rpc_error":
+			return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Bad period: 2026-Q5")
+		case "error":
+			return nil, errors.New("db password wrong")
+		case "wait":
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return Text("done"), nil
+	}, &HandlerOptions{Tasks: TaskOptional})
+}
+
+// TestTaskStatusMessageSettled: a status message describes the work in
+// progress, so when the run settles the task the server replaces it:
+// none on input_required unless the reply gives one
+// (WithStatusMessage, cleaned), none once completed, the error's message
+// once failed, the cancel's reason once cancelled, and none when answers
+// put the task back to working; a reply with state only keeps the task
+// working and the message stands.
+func TestTaskStatusMessageSettled(t *testing.T) {
+	tests := []struct {
+		then, status, message string
+		answer, cancel        bool // then: answer the question / cancel, and look again
+		after                 string
+	}{
+		{then: "ask", status: "input_required", answer: true, after: "working"},
+		{then: "ask_with_message", status: "input_required", message: "Waiting for\uFFFD your go", answer: true, after: "working"},
+		{then: "state_only", status: "working", message: "Exporting (2/5)"},
+		{then: "complete", status: "completed"},
+		{then: "tool_error", status: "completed"},
+		{then: "rpc_error", status: "failed", message: "Bad period: 2026-Q5"},
+		{then: "error", status: "failed", message: "Internal error"},
+		{then: "wait", status: "working", message: "Exporting (2/5)", cancel: true, after: "cancelled"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.then, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := New(mcp.Implementation{Name: "s", Version: "1"}, nil)
+				s.EnableTasks(nil)
+				settlingTool(s)
+				c := rpc{s, "alice"}
+				id := startTask(t, c, "settles", `{"then":"`+tt.then+`"}`)
+				synctest.Wait()
+				g := getTask(t, c, id)
+				if g["status"] != tt.status || statusMessage(g) != tt.message {
+					t.Fatalf("settled: status %v, statusMessage %q; want %s, %q", g["status"], statusMessage(g), tt.status, tt.message)
+				}
+				switch {
+				case tt.answer:
+					mustCall(t, c, taskReq("tasks/update", id, tasksCaps, `,"inputResponses":{"go":{"action":"accept","content":{"confirm":true}}}`))
+				case tt.cancel:
+					mustCall(t, c, taskReq("tasks/cancel", id, tasksCaps, ""))
+				}
+				synctest.Wait()
+				if tt.after != "" {
+					want := map[string]string{"cancelled": "Cancelled by the client"}[tt.after]
+					if g := getTask(t, c, id); g["status"] != tt.after || statusMessage(g) != want {
+						t.Fatalf("then: status %v, statusMessage %q; want %s, %q", g["status"], statusMessage(g), tt.after, want)
+					}
+				}
+				mustCall(t, c, taskReq("tasks/cancel", id, tasksCaps, "")) // ends a run still waiting
+				s.WaitTasks()
+			})
+		})
+	}
+}
+
+// statusMessage is a tasks/get answer's statusMessage, "" when absent.
+func statusMessage(g map[string]any) string {
+	m, _ := g["statusMessage"].(string)
+	return m
 }

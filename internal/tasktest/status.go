@@ -15,6 +15,7 @@ import (
 // Progress), and tasks/get on another instance sharing st shows it. The
 // first message holds what a store may refuse (NUL, bytes that are not
 // UTF-8) among terminal escapes: it is stored made valid, escapes kept.
+// Once the task has completed it shows no message: the work is over.
 func StatusMessage(t *testing.T, st mcpserver.TaskStore) {
 	t.Helper()
 	set, release := make(chan error), make(chan struct{})
@@ -52,7 +53,7 @@ func StatusMessage(t *testing.T, st mcpserver.TaskStore) {
 		release <- struct{}{}
 	}
 	a.WaitTasks()
-	if g := serve(t, b, get); g["status"] != "completed" {
-		t.Fatalf("the task did not complete: %v", g)
+	if g := serve(t, b, get); g["status"] != "completed" || g["statusMessage"] != nil {
+		t.Fatalf("the task did not complete, or kept the message of its work: %v", g)
 	}
 }
