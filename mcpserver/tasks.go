@@ -50,7 +50,10 @@ type TaskOptions struct {
 	// running it renews the lease every third of it, and a tasks/get on
 	// any instance that finds the lease run out (its instance stopped)
 	// takes the task over and runs its handler again from the top with
-	// what the task holds. 0 means 30 seconds.
+	// what the task holds. A run whose instance stalled past its lease
+	// and resumes after such a takeover learns of it at its next store
+	// write (its renewal, a status message, its outcome): its context
+	// ends and nothing it returns is stored. 0 means 30 seconds.
 	Lease time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -65,8 +68,60 @@ type tasks struct {
 	lease   time.Duration
 	now     func() time.Time
 	mu      sync.Mutex
-	running map[string]context.CancelFunc
+	running map[string]*taskRun
 	wg      sync.WaitGroup
+}
+
+// taskRun is a run of a task's handler on this instance and the lease it
+// holds. The lease's end, as the store returned it after the run's last
+// write, is also its token: an instance that takes the task over writes
+// a later end, so a run that finds another value in the record has lost
+// the task (its instance stalled past the lease) and stops: the renewal
+// ends its context, and it stores neither status message nor outcome.
+type taskRun struct {
+	id     string
+	cancel context.CancelFunc
+
+	// lock (one token) is held across the run's store writes, so until
+	// stays the last one's; a channel rather than a mutex, since a write
+	// may hang as long as the store does.
+	lock  chan struct{}
+	until time.Time
+}
+
+// errLeaseLost refuses a write of a run whose lease another run holds now.
+var errLeaseLost = errors.New("task lease lost: another instance runs the task")
+
+// update applies fn to the run's task in the store when the task is not
+// working or the run still holds its lease (errLeaseLost otherwise), and
+// keeps the lease the write left.
+func (r *taskRun) update(ctx context.Context, st TaskStore, fn func(*store.Task) error) (*store.Task, error) {
+	r.lock <- struct{}{}
+	defer func() { <-r.lock }()
+	rec, err := st.UpdateTask(ctx, r.id, func(t *store.Task) error {
+		if t.Status == mcp.TaskWorking && !t.LeaseUntil.Equal(r.until) {
+			return errLeaseLost
+		}
+		return fn(t)
+	})
+	if err == nil && rec.Status == mcp.TaskWorking {
+		r.until = rec.LeaseUntil
+	}
+	return rec, err
+}
+
+// holds reports whether rec, read from the store, is under the run's lease.
+func (r *taskRun) holds(rec *store.Task) bool {
+	r.lock <- struct{}{}
+	defer func() { <-r.lock }()
+	return rec.LeaseUntil.Equal(r.until)
+}
+
+// leaseEnd is the end of a lease taken or renewed at now, to the
+// microsecond: every store keeps that much, and the value is compared
+// exactly (taskRun).
+func (rt *tasks) leaseEnd(now time.Time) time.Time {
+	return now.UTC().Add(rt.lease).Truncate(time.Microsecond)
 }
 
 // EnableTasks serves the tasks extension (io.modelcontextprotocol/tasks,
@@ -85,7 +140,7 @@ func (s *Server) EnableTasks(o *TaskOptions) {
 	if o != nil {
 		opts = *o
 	}
-	t := &tasks{store: opts.Store, ttl: opts.TTL, poll: opts.PollInterval, lease: opts.Lease, now: opts.Now, running: map[string]context.CancelFunc{}}
+	t := &tasks{store: opts.Store, ttl: opts.TTL, poll: opts.PollInterval, lease: opts.Lease, now: opts.Now, running: map[string]*taskRun{}}
 	if t.store == nil {
 		t.store = NewMemoryTaskStore()
 	}
@@ -225,7 +280,7 @@ func (s *Server) startTask(ctx context.Context, c *call, req *Request) (any, err
 	}
 	now := rt.now().UTC()
 	rec := &store.Task{ID: newTaskID(), Principal: c.principal, Tool: c.in.Name, Arguments: cloneBytes(c.in.Arguments),
-		Capabilities: caps, Status: mcp.TaskWorking, CreatedAt: now, UpdatedAt: now, LeaseUntil: now.Add(rt.lease),
+		Capabilities: caps, Status: mcp.TaskWorking, CreatedAt: now, UpdatedAt: now, LeaseUntil: rt.leaseEnd(now),
 		OperationID: req.OperationID, Round: req.Round}
 	if rt.ttl > 0 {
 		rec.ExpiresAt = now.Add(rt.ttl)
@@ -245,7 +300,7 @@ func (s *Server) startTask(ctx context.Context, c *call, req *Request) (any, err
 		return nil, err
 	}
 	c.ri.taskID = rec.ID
-	s.launch(rt, rec.ID)
+	s.launch(rt, rec.ID, rec.LeaseUntil)
 	return &mcp.CreateTaskResult{ResultType: mcp.ResultTypeTask, Task: rt.wire(rec), Meta: s.serverMeta()}, nil
 }
 
@@ -260,36 +315,41 @@ func (rt *tasks) wire(rec *store.Task) mcp.Task {
 	return t
 }
 
-// launch runs the task's handler in the background, cancellable by
-// tasks/cancel on this instance.
-func (s *Server) launch(rt *tasks, id string) {
+// launch runs the task's handler in the background under the lease
+// that ends at until (as the store has it), cancellable by tasks/cancel
+// on this instance.
+func (s *Server) launch(rt *tasks, id string, until time.Time) {
 	ctx, cancel := context.WithCancel(context.Background())
+	run := &taskRun{id: id, cancel: cancel, lock: make(chan struct{}, 1), until: until}
 	rt.mu.Lock()
-	rt.running[id] = cancel
+	rt.running[id] = run
 	rt.mu.Unlock()
 	rt.wg.Add(1)
 	go func() {
 		defer rt.wg.Done()
 		defer func() {
 			rt.mu.Lock()
-			delete(rt.running, id)
+			if rt.running[id] == run { // a later run of the task may be running already
+				delete(rt.running, id)
+			}
 			rt.mu.Unlock()
 			cancel()
 		}()
-		stop := s.renewLease(rt, id, cancel)
+		stop := s.renewLease(rt, run)
 		defer stop()
 		for again := true; again; {
-			again = s.runTask(ctx, rt, id)
+			again = s.runTask(ctx, rt, run)
 		}
 	}()
 }
 
-// renewLease renews the lease of the working task id every third of
+// renewLease renews the lease of run's working task every third of
 // TaskOptions.Lease until stop is called. The renewal reads the record,
 // so it is also how a tasks/cancel served by another instance reaches
-// this run: when the task has ended (cancelled) or is gone, cancel ends
-// the run's context and renewal stops.
-func (s *Server) renewLease(rt *tasks, id string, cancel context.CancelFunc) (stop func()) {
+// this run, and how a run that lost its lease learns it: when the task
+// has ended (cancelled), is gone, or another run holds the lease, the
+// run's context ends and renewal stops.
+func (s *Server) renewLease(rt *tasks, run *taskRun) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -302,8 +362,8 @@ func (s *Server) renewLease(rt *tasks, id string, cancel context.CancelFunc) (st
 				return
 			case <-tick.C:
 			}
-			if !s.renew(rt, id) {
-				cancel()
+			if !s.renew(rt, run) {
+				run.cancel()
 				return
 			}
 		}
@@ -314,25 +374,28 @@ func (s *Server) renewLease(rt *tasks, id string, cancel context.CancelFunc) (st
 // errTaskEnded makes a lease renewal write nothing: the task has ended.
 var errTaskEnded = errors.New("task ended")
 
-// renew extends the lease of the working task id; false when the task
-// has ended or is gone, so its run should stop.
-func (s *Server) renew(rt *tasks, id string) bool {
-	_, err := rt.store.UpdateTask(context.Background(), id, func(t *store.Task) error {
+// renew extends the lease of run's working task; false when the task
+// has ended, is gone, or is another run's now, so the run should stop.
+func (s *Server) renew(rt *tasks, run *taskRun) bool {
+	_, err := run.update(context.Background(), rt.store, func(t *store.Task) error {
 		switch {
 		case t.Status.Terminal():
 			return errTaskEnded
 		case t.Status != mcp.TaskWorking:
 			return errNoChange
 		}
-		t.LeaseUntil = rt.now().UTC().Add(rt.lease)
+		t.LeaseUntil = rt.leaseEnd(rt.now())
 		return nil
 	})
 	switch {
 	case errors.Is(err, errTaskEnded), errors.Is(err, store.ErrNotFound):
-		s.log.Info("mcpserver: task ended elsewhere; stopping its run", "task", id)
+		s.log.Info("mcpserver: task ended elsewhere; stopping its run", "task", run.id)
+		return false
+	case errors.Is(err, errLeaseLost):
+		s.log.Warn("mcpserver: task run lost its lease (its instance stalled) and another run took the task over; stopping this one", "task", run.id)
 		return false
 	case err != nil && !errors.Is(err, errNoChange):
-		s.log.Warn("mcpserver: task lease not renewed", "task", id, "err", err)
+		s.log.Warn("mcpserver: task lease not renewed", "task", run.id, "err", err)
 	}
 	return true
 }
@@ -351,11 +414,11 @@ func (s *Server) takeOver(ctx context.Context, rt *tasks, rec *store.Task) {
 	if local {
 		return
 	}
-	_, err := rt.store.UpdateTask(ctx, rec.ID, func(t *store.Task) error {
+	claimed, err := rt.store.UpdateTask(ctx, rec.ID, func(t *store.Task) error {
 		if t.Status != mcp.TaskWorking || t.LeaseUntil.IsZero() || now.Before(t.LeaseUntil) {
 			return errNoChange
 		}
-		t.LeaseUntil = now.UTC().Add(rt.lease)
+		t.LeaseUntil = rt.leaseEnd(now) // later than the lost lease: the runs tell them apart
 		return nil
 	})
 	if err != nil {
@@ -365,40 +428,45 @@ func (s *Server) takeOver(ctx context.Context, rt *tasks, rec *store.Task) {
 		return
 	}
 	s.log.Warn("mcpserver: taking over a task whose run stopped", "task", rec.ID, "tool", rec.Tool)
-	s.launch(rt, rec.ID)
+	s.launch(rt, rec.ID, claimed.LeaseUntil)
 }
 
-// runTask runs the handler of a working task once and settles what it
-// returned; again is true when the handler returned state only and runs
-// once more.
-func (s *Server) runTask(ctx context.Context, rt *tasks, id string) (again bool) {
-	rec, err := rt.store.GetTask(ctx, id)
+// runTask runs the handler of run's working task once and settles what
+// it returned; again is true when the handler returned state only and
+// runs once more.
+func (s *Server) runTask(ctx context.Context, rt *tasks, run *taskRun) (again bool) {
+	rec, err := rt.store.GetTask(ctx, run.id)
 	if err != nil {
-		s.log.Error("mcpserver: task vanished before its run", "task", id, "err", err)
+		s.log.Error("mcpserver: task vanished before its run", "task", run.id, "err", err)
 		return false
 	}
-	if rec.Status != mcp.TaskWorking {
+	if rec.Status != mcp.TaskWorking || !run.holds(rec) {
 		return false
 	}
 	start := time.Now()
 	in := &transport.Incoming{Method: mcp.MethodToolsCall, Name: rec.Tool, Arguments: rec.Arguments}
-	req, reply, err := s.callTask(ctx, rec)
+	req, reply, err := s.callTask(ctx, run, rec)
 	if ctx.Err() != nil {
 		s.observeRun(ctx, in, rec, &roundInfo{start: start, forced: OutcomeCancelled}, nil)
-		return false // cancelled: the record already says so
+		return false // cancelled (the record already says so), or the lease lost
 	}
 	settle, again := s.settleTask(rt, in, rec, req, reply, err)
-	settled, err := rt.store.UpdateTask(context.WithoutCancel(ctx), id, settle)
-	if err != nil && !errors.Is(err, errNoChange) {
-		s.log.Error("mcpserver: task outcome not stored", "task", id, "err", err)
+	settled, err := run.update(context.WithoutCancel(ctx), rt.store, settle)
+	switch {
+	case errors.Is(err, errLeaseLost):
+		s.log.Warn("mcpserver: task run lost its lease (its instance stalled) and another run took the task over; its outcome is dropped", "task", run.id)
+		settled = nil
+	case err != nil && !errors.Is(err, errNoChange):
+		s.log.Error("mcpserver: task outcome not stored", "task", run.id, "err", err)
 		return false
 	}
 	ri := &roundInfo{start: start}
 	if req != nil {
 		ri.summarize(req, reply)
 	}
-	if settled == nil { // the task ended while its handler ran (tasks/cancel; or another run settled it)
+	if settled == nil { // the task ended while its handler ran (tasks/cancel), or another run has it
 		ri.forced = OutcomeCancelled
+		again = false
 	}
 	s.observeRun(ctx, in, rec, ri, settled)
 	return again
@@ -429,7 +497,7 @@ func (s *Server) observeRun(ctx context.Context, in *transport.Incoming, rec *st
 
 // callTask rebuilds the handler's Request from the record and calls the
 // tool's handler; a panic becomes an error.
-func (s *Server) callTask(ctx context.Context, rec *store.Task) (req *Request, reply Reply, err error) {
+func (s *Server) callTask(ctx context.Context, run *taskRun, rec *store.Task) (req *Request, reply Reply, err error) {
 	var caps mcp.ClientCapabilities
 	if err := json.Unmarshal(rec.Capabilities, &caps); err != nil {
 		return nil, nil, fmt.Errorf("task capabilities unreadable: %w", err)
@@ -437,7 +505,7 @@ func (s *Server) callTask(ctx context.Context, rec *store.Task) (req *Request, r
 	req = &Request{Method: mcp.MethodToolsCall, Name: rec.Tool, Principal: rec.Principal, Arguments: rec.Arguments,
 		Meta:  &mcp.RequestMeta{ProtocolVersion: mcp.ProtocolVersion, ClientCapabilities: caps},
 		Round: rec.Round, OperationID: rec.OperationID, TaskID: rec.ID, responses: rec.Responses,
-		taskStatus: newTaskStatus(ctx, s.tasksRuntime(), rec.ID)}
+		taskStatus: newTaskStatus(ctx, s.tasksRuntime(), run)}
 	if _, err := hex.Decode(req.opID[:], []byte(rec.OperationID)); err != nil {
 		return nil, nil, fmt.Errorf("task operation id unreadable: %w", err)
 	}
@@ -548,7 +616,7 @@ func (s *Server) settleAsk(rt *tasks, in *transport.Incoming, req *Request, a *I
 		}
 		t.Round, t.Asked, t.Responses, t.UpdatedAt = req.Round+1, asked, nil, rt.now().UTC()
 		if stateOnly { // still working, and the run's message stands
-			t.LeaseUntil = rt.now().UTC().Add(rt.lease)
+			t.LeaseUntil = rt.leaseEnd(rt.now())
 			return nil
 		}
 		t.Status, t.StatusMessage, t.InputRequests, t.LeaseUntil = mcp.TaskInputRequired, msg, requests, time.Time{}
@@ -665,7 +733,7 @@ func (s *Server) updateTask(ctx context.Context, rt *tasks, in *transport.Incomi
 			return errNoChange
 		}
 		if len(t.InputRequests) == 0 { // working again: the question's message is over
-			t.Status, t.StatusMessage, t.InputRequests, t.LeaseUntil = mcp.TaskWorking, "", nil, rt.now().UTC().Add(rt.lease)
+			t.Status, t.StatusMessage, t.InputRequests, t.LeaseUntil = mcp.TaskWorking, "", nil, rt.leaseEnd(rt.now())
 		}
 		t.UpdatedAt = rt.now().UTC()
 		return nil
@@ -679,7 +747,7 @@ func (s *Server) updateTask(ctx context.Context, rt *tasks, in *transport.Incomi
 		return nil, err
 	}
 	if updated.Status == mcp.TaskWorking {
-		s.launch(rt, updated.ID)
+		s.launch(rt, updated.ID, updated.LeaseUntil)
 	}
 	return s.ack(), nil
 }
@@ -704,10 +772,10 @@ func (s *Server) cancelTask(ctx context.Context, rt *tasks, rec *store.Task) (an
 			return nil, err
 		}
 		rt.mu.Lock()
-		cancel := rt.running[rec.ID]
+		run := rt.running[rec.ID]
 		rt.mu.Unlock()
-		if cancel != nil {
-			cancel()
+		if run != nil {
+			run.cancel()
 		}
 	}
 	return s.ack(), nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-elicit/elicit/elicit"
 	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/store"
 )
 
 // blockingInstance is a server on st whose "block" tool runs as a task
@@ -137,5 +138,156 @@ func TestTaskRunsObserved(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("rounds:\n got %v\nwant %v", got, want)
 		}
+	})
+}
+
+// stallingStore is a TaskStore whose writes hang while stalled: what an
+// instance that stalls (a long pause, a hung connection) without dying
+// sees of its store.
+type stallingStore struct {
+	TaskStore
+	mu    sync.Mutex
+	stall chan struct{} // while set, writes wait until it is closed
+}
+
+func (s *stallingStore) UpdateTask(ctx context.Context, id string, update func(*store.Task) error) (*store.Task, error) {
+	s.mu.Lock()
+	stall := s.stall
+	s.mu.Unlock()
+	if stall != nil {
+		<-stall
+	}
+	return s.TaskStore.UpdateTask(ctx, id, update)
+}
+
+func (s *stallingStore) set(stalled bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if stalled {
+		s.stall = make(chan struct{})
+	} else if s.stall != nil {
+		close(s.stall)
+		s.stall = nil
+	}
+}
+
+// leaseInstance is a server on st whose "work" tool runs as a task: a
+// run waits until finish is closed and answers "done on <name>", or
+// until its context ends, which ended counts.
+type leaseInstance struct {
+	*Server
+	name   string
+	finish chan struct{}
+	runs   atomic.Int32
+	ended  atomic.Int32
+}
+
+func newLeaseInstance(name string, st TaskStore, lease time.Duration) *leaseInstance {
+	in := &leaseInstance{Server: New(mcp.Implementation{Name: name, Version: "1"}, nil), name: name, finish: make(chan struct{})}
+	in.EnableTasks(&TaskOptions{Store: st, Lease: lease})
+	in.AddToolWith(&mcp.Tool{Name: "work"}, func(ctx context.Context, r *Request) (Reply, error) {
+		if r.TaskAllowed() {
+			return RunAsTask(), nil
+		}
+		in.runs.Add(1)
+		select {
+		case <-ctx.Done():
+			in.ended.Add(1)
+			return nil, ctx.Err()
+		case <-in.finish:
+			return Text("done on " + in.name), nil
+		}
+	}, &HandlerOptions{Tasks: TaskOptional})
+	return in
+}
+
+// TestTaskLeaseLost: instance A runs a task and stalls (its store writes
+// hang) past the lease; B takes the task over and runs it. When A comes
+// back, its run learns it lost the lease: its renewal ends its context
+// ("renewal"), or, when its handler had already returned, its outcome is
+// not stored ("late outcome"); either way the task ends with B's result.
+func TestTaskLeaseLost(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		t.Run(map[bool]string{false: "renewal", true: "late outcome"}[late], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				shared := NewMemoryTaskStore()
+				const lease = 3 * time.Second
+				aStore := &stallingStore{TaskStore: shared}
+				a, b := newLeaseInstance("a", aStore, lease), newLeaseInstance("b", shared, lease)
+				id := startTask(t, rpc{a.Server, "alice"}, "work", `{}`)
+				synctest.Wait()
+				aStore.set(true)
+				time.Sleep(lease + time.Second)
+				if g := getTask(t, rpc{b.Server, "alice"}, id); g["status"] != "working" { // B takes it over
+					t.Fatalf("tasks/get on B: %v", g)
+				}
+				synctest.Wait()
+				if late {
+					close(a.finish) // A's handler returns; storing its outcome hangs
+					synctest.Wait()
+				}
+				aStore.set(false)
+				synctest.Wait()
+				if a.runs.Load() != 1 || b.runs.Load() != 1 {
+					t.Fatalf("runs: A %d, B %d", a.runs.Load(), b.runs.Load())
+				}
+				if !late && a.ended.Load() != 1 {
+					t.Fatal("A's run was not told it lost the lease")
+				}
+				if g := getTask(t, rpc{b.Server, "alice"}, id); g["status"] != "working" {
+					t.Fatalf("A's late outcome was stored: %v", g)
+				}
+				close(b.finish)
+				a.WaitTasks()
+				b.WaitTasks()
+				g := getTask(t, rpc{a.Server, "alice"}, id)
+				res, _ := g["result"].(map[string]any)
+				if content, _ := res["content"].([]any); g["status"] != "completed" || len(content) != 1 ||
+					content[0].(map[string]any)["text"] != "done on b" {
+					t.Fatalf("the task ended with %v", g)
+				}
+			})
+		})
+	}
+}
+
+// TestTaskCancelReachesNextRun: the run that asked may still be on its
+// way out (here held in the Observer) when tasks/update starts the next
+// run of the task; its exit leaves the next run reachable, so
+// tasks/cancel ends that run at once, not a lease renewal later.
+func TestTaskCancelReachesNextRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hold := make(chan struct{})
+		s := New(mcp.Implementation{Name: "s", Version: "1"}, &Options{Observer: func(_ context.Context, r *Round) {
+			if r.TaskID != "" && r.Outcome == OutcomeInputRequired {
+				<-hold
+			}
+		}})
+		s.EnableTasks(nil)
+		var ended atomic.Int32
+		s.AddToolWith(&mcp.Tool{Name: "ask"}, func(ctx context.Context, r *Request) (Reply, error) {
+			if r.TaskAllowed() {
+				return RunAsTask(), nil
+			}
+			if r.Elicitation("ok").Outcome == elicit.Missing {
+				return Ask().ElicitForm("ok", "OK?", json.RawMessage(confirmForm)), nil
+			}
+			<-ctx.Done()
+			ended.Add(1)
+			return nil, ctx.Err()
+		}, &HandlerOptions{Tasks: TaskOptional})
+		c := rpc{s, "alice"}
+		id := startTask(t, c, "ask", `{}`)
+		synctest.Wait() // the first run asked, and its goroutine is held
+		mustCall(t, c, taskReq("tasks/update", id, tasksCaps, `,"inputResponses":{"ok":{"action":"accept","content":{"confirm":true}}}`))
+		synctest.Wait() // the next run works
+		close(hold)
+		synctest.Wait() // the first run's goroutine has returned
+		mustCall(t, c, taskReq("tasks/cancel", id, tasksCaps, ""))
+		synctest.Wait()
+		if ended.Load() != 1 {
+			t.Fatal("tasks/cancel did not reach the run on this instance")
+		}
+		s.WaitTasks()
 	})
 }

@@ -19,7 +19,7 @@ const maxStatusMessage = 1024
 type taskStatus struct {
 	ctx context.Context // the run's: ends with tasks/cancel
 	rt  *tasks
-	id  string
+	run *taskRun
 
 	mu   sync.Mutex
 	last string // the message stored last, to skip repeats
@@ -45,8 +45,9 @@ type taskStatus struct {
 // Only a working task takes it: once the task waits for input or has
 // ended it changes nothing and returns nil, as it does outside a task.
 // The same message twice in a row is stored once. The error is the
-// store's, or the run's context error once the task was cancelled; a
-// handler may ignore it.
+// store's, or the run's context error once the task was cancelled or
+// another instance took it over (TaskOptions.Lease); a handler may
+// ignore it.
 func (r *Request) SetStatusMessage(msg string) error {
 	if r.taskStatus == nil {
 		return nil
@@ -54,9 +55,9 @@ func (r *Request) SetStatusMessage(msg string) error {
 	return r.taskStatus.set(msg)
 }
 
-// newTaskStatus returns the status writer of task id for a run under ctx.
-func newTaskStatus(ctx context.Context, rt *tasks, id string) *taskStatus {
-	return &taskStatus{ctx: ctx, rt: rt, id: id}
+// newTaskStatus returns the status writer of run's task, under ctx.
+func newTaskStatus(ctx context.Context, rt *tasks, run *taskRun) *taskStatus {
+	return &taskStatus{ctx: ctx, rt: rt, run: run}
 }
 
 func (t *taskStatus) set(msg string) error {
@@ -69,15 +70,19 @@ func (t *taskStatus) set(msg string) error {
 	if msg == t.last {
 		return nil
 	}
-	_, err := t.rt.store.UpdateTask(t.ctx, t.id, func(rec *store.Task) error {
+	_, err := t.run.update(t.ctx, t.rt.store, func(rec *store.Task) error {
 		if rec.Status != mcp.TaskWorking {
 			return errNoChange
 		}
 		rec.StatusMessage, rec.UpdatedAt = msg, t.rt.now().UTC()
 		return nil
 	})
-	if errors.Is(err, errNoChange) {
+	switch {
+	case errors.Is(err, errNoChange):
 		return nil
+	case errors.Is(err, errLeaseLost): // another instance runs the task now: this run is over
+		t.run.cancel()
+		return t.ctx.Err()
 	}
 	if err == nil {
 		t.last = msg

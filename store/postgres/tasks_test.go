@@ -39,3 +39,15 @@ func TestTaskStatusMessage(t *testing.T) {
 	defer st.Close()
 	tasktest.StatusMessage(t, st)
 }
+
+// TestTaskLeaseLost: a run that lost its task's lease to another
+// instance stores no outcome; the lease's end round-trips exactly, so
+// the run that holds it keeps writing.
+func TestTaskLeaseLost(t *testing.T) {
+	st, err := Open(context.Background(), pgtest.FreshSchema(t, pgtest.DSN(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tasktest.LeaseLost(t, st)
+}
