@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -85,19 +86,82 @@ func taskResult(t *testing.T, r *mcpResponse) *mcpResponse {
 	return &mcpResponse{Status: 200, Raw: r.Raw, Result: res}
 }
 
+// statusHolds is a store that, while hold is set, holds a task's run
+// after each new statusMessage it stores, until the test has looked at
+// the task: so that tasks/get shows each message of a run that would
+// otherwise pass them in a moment.
+type statusHolds struct {
+	store.Store
+	hold   atomic.Bool
+	stored chan string   // each new message, once stored
+	next   chan struct{} // lets the run go on
+	mu     sync.Mutex
+	last   string
+}
+
+func (s *statusHolds) UpdateTask(ctx context.Context, id string, update func(*store.Task) error) (*store.Task, error) {
+	rec, err := s.Store.UpdateTask(ctx, id, update)
+	if err != nil || !s.hold.Load() || rec.Status != mcp.TaskWorking {
+		return rec, err
+	}
+	s.mu.Lock()
+	fresh := rec.StatusMessage != s.last
+	s.last = rec.StatusMessage
+	s.mu.Unlock()
+	if fresh {
+		s.stored <- rec.StatusMessage
+		<-s.next
+	}
+	return rec, err
+}
+
+// wantExportProgress checks that tasks/get shows each progress message of
+// the export of task id as the run stores it.
+func (e *reportsEnv) wantExportProgress(t *testing.T, st *statusHolds, id string) {
+	t.Helper()
+	for part := range reports.ExportParts {
+		want := fmt.Sprintf("Exporting the sales report for 2026-Q2 (%d/%d)", part, reports.ExportParts)
+		select {
+		case got := <-st.stored:
+			if got != want {
+				t.Fatalf("the run stored the statusMessage %q, want %q", got, want)
+			}
+		case <-time.After(time.Minute): // a hang guard
+			t.Fatalf("gave up waiting for %q", want)
+		}
+		if g := e.task("alice", "tasks/get", id, ""); g.Result["status"] != "working" || g.Result["statusMessage"] != want {
+			t.Fatalf("tasks/get during the export: want working, %q: %s", want, g.Raw)
+		}
+		if part == reports.ExportParts-1 {
+			st.hold.Store(false)
+		}
+		st.next <- struct{}{}
+	}
+}
+
 // TestExportAndSendTask: export_and_send runs as a task on elicitd's own
-// store: the export runs, the task asks the recipient (input_required),
-// the answer comes with tasks/update, and the send is made once however
-// often the update is replayed or raced; decline and cancel are distinct
-// results that send nothing; a client without the extension gets the same
-// steps as MRTR rounds.
+// store: the export runs and tasks/get shows its progress, the task asks
+// the recipient (input_required, with a status message of its own), the
+// answer comes with tasks/update, and the send is made once however often
+// the update is replayed or raced; the completed task has no status
+// message left; decline and cancel are distinct results that send
+// nothing; a client without the extension gets the same steps as MRTR
+// rounds.
 func TestExportAndSendTask(t *testing.T) {
-	e := newReportsEnv(t)
+	st := &statusHolds{stored: make(chan string), next: make(chan struct{})}
+	st.hold.Store(true)
+	e := newReportsEnv(t, func(c *config) { c.wrapStore = func(s store.Store) store.Store { st.Store = s; return st } })
 	id := e.startExportTask(t, "alice")
+	e.wantExportProgress(t, st, id)
 	g := e.awaitTask(t, "alice", id, "input_required")
 	asked := &mcpResponse{Status: 200, Raw: g.Raw, Result: map[string]any{"resultType": "input_required", "inputRequests": g.Result["inputRequests"]}}
-	if params := asked.input(t, reports.KeyRecipient); params["mode"] != "form" || !strings.Contains(params["message"].(string), "exported (") {
+	params := asked.input(t, reports.KeyRecipient)
+	rows := regexp.MustCompile(`exported \((\d+) rows\)`).FindStringSubmatch(params["message"].(string))
+	if params["mode"] != "form" || rows == nil {
 		t.Fatalf("the recipient question: %s", g.Raw)
+	}
+	if want := "Exported " + rows[1] + " rows; waiting for the recipient"; g.Result["statusMessage"] != want {
+		t.Fatalf("input_required: statusMessage %v, want %q", g.Result["statusMessage"], want)
 	}
 	if r := e.task("bob", "tasks/get", id, ""); r.Error == nil || r.Error.Code != -32602 || r.Error.Message != "Unknown task" {
 		t.Fatalf("bob reads alice's task: %s", r.Raw)
@@ -109,7 +173,11 @@ func TestExportAndSendTask(t *testing.T) {
 		go func() { defer wg.Done(); e.answerTask(t, "alice", id, recipientAnswer) }()
 	}
 	wg.Wait()
-	done := taskResult(t, e.awaitTask(t, "alice", id, "completed"))
+	completed := e.awaitTask(t, "alice", id, "completed")
+	if m, ok := completed.Result["statusMessage"]; ok {
+		t.Fatalf("the completed task still says %q", m)
+	}
+	done := taskResult(t, completed)
 	done.wantComplete(t, false, `Sent the sales report for 2026-Q2 (`+fmt.Sprint(done.structured()["rows"])+` rows) to "bob@example.com".`)
 	for range 3 { // replayed after the end: acknowledged, nothing sent
 		e.answerTask(t, "alice", id, recipientAnswer)

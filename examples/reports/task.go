@@ -45,6 +45,12 @@ const (
 // unless WithExportTime says otherwise.
 const DefaultExportTime = 3 * time.Second
 
+// ExportParts is how many parts export_and_send's simulated export has;
+// before each it reports its progress ("Exporting the sales report for
+// 2026-Q2 (2/5)": the task's statusMessage, or notifications/progress
+// for a call that carried a progressToken).
+const ExportParts = 5
+
 // recipientForm asks who receives the report; submitting it sends.
 var recipientForm = mustForm(
 	elicit.String("recipient").Title("Recipient").Format(elicit.FormatEmail).MaxLength(254).
@@ -114,28 +120,44 @@ func (a *App) exportAndSend(ctx context.Context, req *mcpserver.Request, args *e
 	state, _ := json.Marshal(ex)
 	msg := fmt.Sprintf("%sThe %s report for %s is exported (%d rows). Who should receive it? Submitting sends it now; decline to keep it unsent.",
 		restartNote(req.Restart), args.Dataset, args.Period, ex.Rows)
-	return mcpserver.Ask().ElicitFormSchema(KeyRecipient, msg, recipientForm).WithState(state), nil
+	return mcpserver.Ask().ElicitFormSchema(KeyRecipient, msg, recipientForm).WithState(state).
+		WithStatusMessage(fmt.Sprintf("Exported %d rows; waiting for the recipient", ex.Rows)), nil
 }
 
-// export is the long part: a simulated export that takes the export time
-// and stops as soon as ctx ends (tasks/cancel, or the client gone).
+// export is the long part: a simulated export of ExportParts parts that
+// takes the export time, says before each part how far it is, and stops
+// as soon as ctx ends (tasks/cancel, or the client gone).
 func (a *App) export(ctx context.Context, req *mcpserver.Request, args *exportArgs) (exported, error) {
 	d := DefaultExportTime
 	if a.exportTime != nil {
 		d = *a.exportTime
 	}
 	a.log.Info("reports: export running", "tool", req.Name, "operation_id", req.OperationID, "task", req.TaskID)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		a.log.Info("reports: export stopped", "tool", req.Name, "operation_id", req.OperationID, "task", req.TaskID, "err", ctx.Err())
-		return exported{}, ctx.Err()
-	case <-t.C:
+	what := fmt.Sprintf("Exporting the %s report for %s", args.Dataset, args.Period)
+	for part := range ExportParts {
+		// Best effort: the progress is for the user's eyes, and a store
+		// that cannot take it fails the send later, not the export now.
+		_ = req.Progress(float64(part), ExportParts, what)
+		if err := sleepCtx(ctx, d/ExportParts); err != nil {
+			a.log.Info("reports: export stopped", "tool", req.Name, "operation_id", req.OperationID, "task", req.TaskID, "err", err)
+			return exported{}, err
+		}
 	}
 	h := fnv.New32a()
 	h.Write([]byte(args.Period + "/" + args.Dataset))
 	return exported{Rows: 1000 + int(h.Sum32()%9000)}, nil
+}
+
+// sleepCtx waits d, or until ctx ends (its error then).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // sendExport sends the exported report to recipient: the send record and
