@@ -1,10 +1,13 @@
 package mcpserver_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"slices"
+	"sync"
 
 	"github.com/mcp-elicit/elicit/elicit"
 	"github.com/mcp-elicit/elicit/mcp"
@@ -56,4 +59,159 @@ func ExampleServer_EnableTasks() {
 	// Output:
 	// asked: Who gets the export?
 	// Export sent to ada@example.com.
+}
+
+// exportForm is what the export examples ask: who gets the export.
+var exportForm = json.RawMessage(`{"type":"object","properties":{"email":{"type":"string","format":"email"}},"required":["email"]}`)
+
+// callTask serves s over Streamable HTTP, calls tool with a client that
+// declares the tasks extension and has o's handlers, and prints the
+// result's text.
+func callTask(s *mcpserver.Server, tool string, o mcpclient.Options) {
+	srv := httptest.NewServer(streamhttp.NewHandler(s, nil))
+	defer srv.Close()
+	o.Extensions = map[string]json.RawMessage{mcp.ExtensionTasks: nil}
+	o.Handlers = &mcpclient.Handlers{
+		ElicitForm: func(ctx context.Context, who mcpclient.Asker, key string, p *mcp.ElicitRequestParams) (*mcp.ElicitResult, error) {
+			fmt.Println("asked:", p.Message)
+			return &mcp.ElicitResult{Action: mcp.ActionAccept, Content: map[string]any{"email": "ada@example.com"}}, nil
+		},
+	}
+	r, err := mcpclient.New(srv.URL, &o).CallTool(context.Background(), tool, nil)
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	fmt.Println(r.Content[0].Text)
+}
+
+// A task's run says what it is doing with SetStatusMessage, or with
+// Progress, which in a task sets the message too; tasks/get shows it on
+// any instance, and mcpclient tells OnTaskUpdate. The message describes
+// the work in progress: once the task has completed it shows none.
+func ExampleRequest_SetStatusMessage() {
+	shown := make(chan struct{})
+	s := mcpserver.New(mcp.Implementation{Name: "exporter", Version: "1.0.0"}, nil)
+	s.EnableTasks(nil)
+	s.AddToolWith(&mcp.Tool{Name: "export"}, func(ctx context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
+		if req.TaskAllowed() {
+			return mcpserver.RunAsTask(), nil
+		}
+		_ = req.SetStatusMessage("Reading the sales data") // an error here is the store's: the work goes on
+		<-shown                                            // the work: here it lasts until the host has shown the message
+		for part := range 2 {
+			_ = req.Progress(float64(part+1), 2, "Exporting")
+			<-shown
+		}
+		return mcpserver.Text("Exported."), nil
+	}, &mcpserver.HandlerOptions{Tasks: mcpserver.TaskOptional})
+
+	callTask(s, "export", mcpclient.Options{OnTaskUpdate: func(u mcpclient.TaskUpdate) {
+		fmt.Printf("%s %q\n", u.Status, u.StatusMessage)
+		if u.Status == mcp.TaskWorking && u.StatusMessage != "" {
+			shown <- struct{}{}
+		}
+	}})
+	// Output:
+	// working ""
+	// working "Reading the sales data"
+	// working "Exporting (1/2)"
+	// working "Exporting (2/2)"
+	// completed ""
+	// Exported.
+}
+
+// A task waiting for the user says so with WithStatusMessage; without
+// it, the task would show no message while it waits. When the answer
+// puts the task back to working it has none until the run sets one.
+func ExampleInputRequired_WithStatusMessage() {
+	shown := make(chan struct{})
+	s := mcpserver.New(mcp.Implementation{Name: "exporter", Version: "1.0.0"}, nil)
+	s.EnableTasks(nil)
+	s.AddToolWith(&mcp.Tool{Name: "export"}, func(ctx context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
+		if req.TaskAllowed() {
+			return mcpserver.RunAsTask(), nil
+		}
+		to := req.Elicitation("to")
+		if to.Outcome == elicit.Missing {
+			_ = req.SetStatusMessage("Exporting")
+			<-shown // the export
+			return mcpserver.Ask().WithStatusMessage("Exported; waiting for the recipient").
+				ElicitForm("to", "Who gets the export?", exportForm), nil
+		}
+		_ = req.SetStatusMessage(fmt.Sprintf("Sending to %v", to.Content["email"]))
+		<-shown // the send
+		return mcpserver.Text("Sent."), nil
+	}, &mcpserver.HandlerOptions{Tasks: mcpserver.TaskOptional})
+
+	callTask(s, "export", mcpclient.Options{OnTaskUpdate: func(u mcpclient.TaskUpdate) {
+		if u.Status == mcp.TaskWorking && u.StatusMessage == "" {
+			return // created, or the answer arrived: the run has not said anything yet
+		}
+		fmt.Printf("%s %q\n", u.Status, u.StatusMessage)
+		if u.Status == mcp.TaskWorking {
+			shown <- struct{}{}
+		}
+	}})
+	// Output:
+	// working "Exporting"
+	// input_required "Exported; waiting for the recipient"
+	// asked: Who gets the export?
+	// working "Sending to ada@example.com"
+	// completed ""
+	// Sent.
+}
+
+// An Observer sees a call answered with a task (OutcomeTask, with
+// Round.TaskID set) and then each run of the task's handler, in the
+// background, as a round of the same task and operation: an audit of
+// task runs.
+func ExampleObserver_tasks() {
+	var mu sync.Mutex
+	var rounds []mcpserver.Round
+	audit := func(_ context.Context, r *mcpserver.Round) {
+		if r.TaskID == "" {
+			return // not a task
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		rounds = append(rounds, *r)
+	}
+	s := mcpserver.New(mcp.Implementation{Name: "exporter", Version: "1.0.0"}, &mcpserver.Options{Observer: audit})
+	s.EnableTasks(nil)
+	s.AddToolWith(&mcp.Tool{Name: "export"}, func(ctx context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
+		if req.TaskAllowed() {
+			return mcpserver.RunAsTask(), nil
+		}
+		if req.Elicitation("to").Outcome == elicit.Missing {
+			return mcpserver.Ask().ElicitForm("to", "Who gets the export?", exportForm), nil
+		}
+		return mcpserver.Text("Sent."), nil
+	}, &mcpserver.HandlerOptions{Tasks: mcpserver.TaskOptional})
+	callTask(s, "export", mcpclient.Options{})
+	s.WaitTasks()
+
+	mu.Lock()
+	defer mu.Unlock()
+	// The call's round is reported when its answer is sent, which may be
+	// after the task's first run has started: order by round, the call first.
+	first := func(r mcpserver.Round) int {
+		if r.Outcome == mcpserver.OutcomeTask {
+			return 0
+		}
+		return 1
+	}
+	slices.SortStableFunc(rounds, func(a, b mcpserver.Round) int {
+		return cmp.Or(cmp.Compare(a.Round, b.Round), cmp.Compare(first(a), first(b)))
+	})
+	for _, r := range rounds {
+		same := r.TaskID == rounds[0].TaskID && r.OperationID == rounds[0].OperationID
+		fmt.Printf("%s %s round=%d outcome=%s same task: %v\n", r.Method, r.Name, r.Round, r.Outcome, same)
+	}
+	// Output:
+	// asked: Who gets the export?
+	// Sent.
+	// tools/call export round=0 outcome=task same task: true
+	// tools/call export round=0 outcome=input_required same task: true
+	// tools/call export round=1 outcome=accepted same task: true
 }
