@@ -34,7 +34,8 @@ import (
 //
 // Records round-trip exactly: every field written is read back equal
 // (times to the microsecond, in UTC; nil and empty maps may read back
-// either way). Other errors mean the store could not be reached; the
+// either way). The server relies on it for LeaseUntil, which it compares
+// for equality: it is the token of a run's lease. Other errors mean the store could not be reached; the
 // client then gets a retryable error when they say so (ErrUnavailable).
 type TaskStore interface {
 	CreateTask(ctx context.Context, t *store.Task) error

@@ -47,6 +47,8 @@ type Task struct {
 	// LeaseUntil is until when the instance running a working task
 	// vouches for it (it renews the lease while the run lasts); past it,
 	// another instance may take the task over. Zero: no run holds it.
+	// The value is also the lease's token, compared exactly: a run that
+	// finds another one there has lost the task.
 	LeaseUntil time.Time
 	// OperationID and Round continue the handler's operation across runs.
 	OperationID string
