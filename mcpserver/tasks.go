@@ -57,12 +57,33 @@ type TaskOptions struct {
 	Lease time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Ledger, when set, makes tasks/cancel and a handler's effect
+	// mutually exclusive: a cancel of a live task first records the
+	// operation under the task's operation id (Request.OperationID, the
+	// same for the whole task) with the outcome TaskCancelOutcome and no
+	// effect. If the ledger already holds that operation with another
+	// outcome, the handler's effect committed first: the cancel is too
+	// late, is acknowledged, and the task completes. Otherwise the task
+	// is cancelled, and a handler that records its effect under
+	// Request.OperationID finds the operation recorded (store.ErrConflict)
+	// and cannot commit; whatever that run returns is dropped.
+	//
+	// Without a Ledger a cancel marks the task cancelled whatever its run
+	// is doing: a cancel that races a handler's commit can leave the task
+	// cancelled although the effect was made.
+	Ledger store.Ledger
 }
+
+// TaskCancelOutcome is the store.Operation.Outcome that tasks/cancel
+// records under a task's operation id when TaskOptions.Ledger is set. A
+// handler that finds it recorded was cancelled before its effect.
+const TaskCancelOutcome = "task_cancelled"
 
 // tasks is the runtime of the tasks extension: the store and the runs
 // this instance has going, by task id, to cancel them.
 type tasks struct {
 	store   TaskStore
+	ledger  store.Ledger
 	ttl     time.Duration
 	poll    time.Duration
 	lease   time.Duration
@@ -140,7 +161,7 @@ func (s *Server) EnableTasks(o *TaskOptions) {
 	if o != nil {
 		opts = *o
 	}
-	t := &tasks{store: opts.Store, ttl: opts.TTL, poll: opts.PollInterval, lease: opts.Lease, now: opts.Now, running: map[string]*taskRun{}}
+	t := &tasks{store: opts.Store, ledger: opts.Ledger, ttl: opts.TTL, poll: opts.PollInterval, lease: opts.Lease, now: opts.Now, running: map[string]*taskRun{}}
 	if t.store == nil {
 		t.store = NewMemoryTaskStore()
 	}
@@ -451,6 +472,10 @@ func (s *Server) runTask(ctx context.Context, rt *tasks, run *taskRun) (again bo
 		return false // cancelled (the record already says so), or the lease lost
 	}
 	settle, again := s.settleTask(rt, in, rec, req, reply, err)
+	cancelled := rt.cancelRecorded(context.WithoutCancel(ctx), rec)
+	if cancelled { // the cancel may not have marked the task yet: its outcome wins
+		settle, again = rt.markCancelled, false
+	}
 	settled, err := run.update(context.WithoutCancel(ctx), rt.store, settle)
 	switch {
 	case errors.Is(err, errLeaseLost):
@@ -464,7 +489,7 @@ func (s *Server) runTask(ctx context.Context, rt *tasks, run *taskRun) (again bo
 	if req != nil {
 		ri.summarize(req, reply)
 	}
-	if settled == nil { // the task ended while its handler ran (tasks/cancel), or another run has it
+	if settled == nil || cancelled { // the task ended while its handler ran (tasks/cancel), or another run has it
 		ri.forced = OutcomeCancelled
 		again = false
 	}
@@ -754,29 +779,77 @@ func (s *Server) updateTask(ctx context.Context, rt *tasks, in *transport.Incomi
 
 // cancelTask ends a live task as cancelled and cancels its run's context
 // when it runs on this instance; a task that has already ended is left as
-// it is. Either way the answer is the empty acknowledgement.
+// it is, and so is one whose handler's effect the ledger already holds
+// (TaskOptions.Ledger: the cancel is too late). Either way the answer is
+// the empty acknowledgement.
 func (s *Server) cancelTask(ctx context.Context, rt *tasks, rec *store.Task) (any, error) {
-	if !rec.Status.Terminal() {
-		_, err := rt.store.UpdateTask(ctx, rec.ID, func(t *store.Task) error {
-			if t.Status.Terminal() {
-				return errNoChange
-			}
-			t.Status, t.StatusMessage, t.InputRequests, t.LeaseUntil = mcp.TaskCancelled, "Cancelled by the client", nil, time.Time{}
-			t.UpdatedAt = rt.now().UTC()
-			return nil
-		})
-		if err != nil && !errors.Is(err, errNoChange) {
-			if errors.Is(err, store.ErrNotFound) {
-				return nil, errUnknownTask
-			}
+	if rec.Status.Terminal() {
+		return s.ack(), nil
+	}
+	if late, err := rt.recordCancel(ctx, rec); err != nil || late {
+		if err != nil {
 			return nil, err
 		}
-		rt.mu.Lock()
-		run := rt.running[rec.ID]
-		rt.mu.Unlock()
-		if run != nil {
-			run.cancel()
+		return s.ack(), nil
+	}
+	_, err := rt.store.UpdateTask(ctx, rec.ID, rt.markCancelled)
+	if err != nil && !errors.Is(err, errNoChange) {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, errUnknownTask
 		}
+		return nil, err
+	}
+	rt.mu.Lock()
+	run := rt.running[rec.ID]
+	rt.mu.Unlock()
+	if run != nil {
+		run.cancel()
 	}
 	return s.ack(), nil
+}
+
+// markCancelled is the store update of a cancelled task; errNoChange when
+// the task has ended already.
+func (rt *tasks) markCancelled(t *store.Task) error {
+	if t.Status.Terminal() {
+		return errNoChange
+	}
+	t.Status, t.StatusMessage, t.InputRequests, t.LeaseUntil = mcp.TaskCancelled, "Cancelled by the client", nil, time.Time{}
+	t.UpdatedAt = rt.now().UTC()
+	return nil
+}
+
+// recordCancel records the cancel of rec in the ledger under its
+// operation id (nothing without TaskOptions.Ledger). late is true when
+// the ledger holds the operation with another outcome: the handler's
+// effect committed first.
+func (rt *tasks) recordCancel(ctx context.Context, rec *store.Task) (late bool, err error) {
+	if rt.ledger == nil {
+		return false, nil
+	}
+	op := &store.Operation{ID: rec.OperationID, Principal: rec.Principal, Name: mcp.MethodToolsCall + " " + rec.Tool,
+		Outcome: TaskCancelOutcome, CompletedAt: rt.now().UTC()}
+	err = rt.ledger.CompleteOperation(ctx, op, nil)
+	if recorded := (*store.RecordedError)(nil); errors.As(err, &recorded) {
+		return recorded.Op.Outcome != TaskCancelOutcome, nil
+	}
+	if errors.Is(err, store.ErrConflict) { // recorded while we wrote: read it
+		got, gerr := rt.ledger.GetOperation(ctx, rec.OperationID)
+		if gerr != nil {
+			return false, gerr
+		}
+		return got.Outcome != TaskCancelOutcome, nil
+	}
+	return false, err
+}
+
+// cancelRecorded reports whether the ledger holds rec's operation as
+// cancelled by tasks/cancel (never without TaskOptions.Ledger). A read
+// error counts as no.
+func (rt *tasks) cancelRecorded(ctx context.Context, rec *store.Task) bool {
+	if rt.ledger == nil {
+		return false
+	}
+	op, err := rt.ledger.GetOperation(ctx, rec.OperationID)
+	return err == nil && op.Outcome == TaskCancelOutcome
 }

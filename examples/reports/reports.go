@@ -262,6 +262,13 @@ func (a *App) replay(req *mcpserver.Request, op *store.Operation) (mcpserver.Rep
 		// Operation ids come from sealed state bound to the principal.
 		return nil, fmt.Errorf("reports: operation %s belongs to another principal", req.OperationID)
 	}
+	if op.Outcome == mcpserver.TaskCancelOutcome {
+		// tasks/cancel recorded the task's operation before this run's
+		// effect: nothing was done, and the task is cancelled (the
+		// result is dropped; it is returned for the record only).
+		a.log.Info("reports: task cancelled before its effect", "tool", req.Name, "operation_id", req.OperationID, "task", req.TaskID)
+		return mcpserver.ToolResult(textResult(TextTaskCancelled, true, nil)), nil
+	}
 	var res mcp.CallToolResult
 	if err := json.Unmarshal(op.Result, &res); err != nil {
 		return nil, fmt.Errorf("reports: recorded result of %s: %w", req.OperationID, err)

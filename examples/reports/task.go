@@ -26,7 +26,11 @@ import (
 // record: however often tasks/update is replayed or raced, and when
 // another instance takes the task over after a crash and runs the
 // handler again from the top, the run finds the send recorded and
-// answers with that result instead of sending again.
+// answers with that result instead of sending again. With
+// mcpserver.TaskOptions.Ledger set to the same ledger, a tasks/cancel
+// records the operation first when it comes before the send, and the
+// send is then refused; when it comes after, it is too late and the task
+// completes.
 
 // Names of export_and_send on the wire.
 const (
@@ -39,6 +43,9 @@ const (
 const (
 	TextExportSendDeclined  = "The report was exported but not sent: you declined to name a recipient."
 	TextExportSendCancelled = "The report was exported but not sent: the recipient question was dismissed. Call export_and_send again to restart."
+	// TextTaskCancelled: tasks/cancel came before the effect
+	// (mcpserver.TaskCancelOutcome in the ledger); nothing was sent.
+	TextTaskCancelled = "The task was cancelled before anything was sent."
 )
 
 // DefaultExportTime is how long export_and_send's simulated export takes
