@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-elicit/elicit/examples/reports"
 	"github.com/mcp-elicit/elicit/internal/mcptest"
 	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/mcpserver"
 	"github.com/mcp-elicit/elicit/store"
 )
 
@@ -209,8 +210,9 @@ func TestExportAndSendTask(t *testing.T) {
 }
 
 // TestExportAndSendCancelled: tasks/cancel during the export stops it
-// (the run's context ends), the task is cancelled, nothing is sent and
-// nothing is recorded.
+// (the run's context ends), the task is cancelled, nothing is sent, and
+// the ledger holds the task's operation as cancelled (so no later run of
+// it can send).
 func TestExportAndSendCancelled(t *testing.T) {
 	e := newReportsEnv(t, func(c *config) { c.exportTime = time.Hour })
 	id := e.startExportTask(t, "alice")
@@ -223,7 +225,7 @@ func TestExportAndSendCancelled(t *testing.T) {
 	e.answerTask(t, "alice", id, recipientAnswer) // after the end: acknowledged, ignored
 	e.app.mcp.WaitTasks()
 	e.wantSends(t, "alice", 0)
-	e.wantLedger(t, "alice")
+	e.wantLedger(t, "alice", mcpserver.TaskCancelOutcome)
 }
 
 // settleDrops is a store whose task outcomes are lost while drop is set:
@@ -305,4 +307,55 @@ func TestElicitdSweepsTasks(t *testing.T) {
 	if !strings.Contains(m, `elicitd_swept_rows_total{kind="tasks"} 1`+"\n") {
 		t.Fatalf("/metrics: %s", grepLines(m, "elicitd_swept"))
 	}
+}
+
+// TestExportAndSendCancelRacesAnswer: the recipient's answer and a
+// tasks/cancel sent at the same time (even races), or the cancel right
+// after the answer's acknowledgement, racing the run it started (odd
+// races), many times over. Whichever wins,
+// the task tells the truth about the send: cancelled has none, completed
+// has exactly one (the cancel came after the send and was too late).
+func TestExportAndSendCancelRacesAnswer(t *testing.T) {
+	e := newReportsEnv(t)
+	const races = 30
+	var cancelled, completed int
+	for i := range races {
+		user := fmt.Sprintf("racer%d", i)
+		id := e.startExportTask(t, user)
+		e.awaitTask(t, user, id, "input_required")
+		cancel := func() {
+			if r := e.task(user, "tasks/cancel", id, ""); r.Status != 200 || r.resultType() != "complete" {
+				t.Errorf("tasks/cancel: %s", r.Raw)
+			}
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			e.answerTask(t, user, id, recipientAnswer)
+			if i%2 == 1 {
+				cancel()
+			}
+		})
+		if i%2 == 0 {
+			wg.Go(cancel)
+		}
+		wg.Wait()
+		e.app.mcp.WaitTasks()
+		g := e.task(user, "tasks/get", id, "")
+		sends := len(e.records(reports.KindSend, user))
+		switch g.Result["status"] {
+		case "cancelled":
+			cancelled++
+			if sends != 0 {
+				t.Errorf("race %d: cancelled with %d sends", i, sends)
+			}
+		case "completed":
+			completed++
+			if sends != 1 || taskResult(t, g).isError() {
+				t.Errorf("race %d: completed with %d sends: %s", i, sends, g.Raw)
+			}
+		default:
+			t.Errorf("race %d: %s", i, g.Raw)
+		}
+	}
+	t.Logf("%d races: %d cancelled, %d completed", races, cancelled, completed)
 }
