@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -315,12 +316,24 @@ func TestElicitdSweepsTasks(t *testing.T) {
 // races), many times over. Whichever wins,
 // the task tells the truth about the send: cancelled has none, completed
 // has exactly one (the cancel came after the send and was too late).
+// Also on PostgreSQL when ELICIT_TEST_POSTGRES_DSN is set.
 func TestExportAndSendCancelRacesAnswer(t *testing.T) {
-	e := newReportsEnv(t)
+	t.Run("sqlite", func(t *testing.T) { raceCancelAndAnswer(t, newReportsEnv(t), "racer") })
+	t.Run("postgres", func(t *testing.T) {
+		dsn := os.Getenv("ELICIT_TEST_POSTGRES_DSN")
+		if dsn == "" {
+			t.Skip("set ELICIT_TEST_POSTGRES_DSN to run the race on PostgreSQL")
+		}
+		// Users of their own: the database outlives the test.
+		raceCancelAndAnswer(t, newReportsEnv(t, func(c *config) { c.storeURL = dsn }), fmt.Sprintf("racer-%d-", time.Now().UnixNano()))
+	})
+}
+
+func raceCancelAndAnswer(t *testing.T, e *reportsEnv, users string) {
 	const races = 30
 	var cancelled, completed int
 	for i := range races {
-		user := fmt.Sprintf("racer%d", i)
+		user := fmt.Sprintf("%s%d", users, i)
 		id := e.startExportTask(t, user)
 		e.awaitTask(t, user, id, "input_required")
 		cancel := func() {
@@ -341,17 +354,20 @@ func TestExportAndSendCancelRacesAnswer(t *testing.T) {
 		wg.Wait()
 		e.app.mcp.WaitTasks()
 		g := e.task(user, "tasks/get", id, "")
-		sends := len(e.records(reports.KindSend, user))
+		sends, err := e.app.sweeper.st.ListRecords(t.Context(), reports.KindSend, user)
+		if err != nil {
+			t.Fatal(err)
+		}
 		switch g.Result["status"] {
 		case "cancelled":
 			cancelled++
-			if sends != 0 {
-				t.Errorf("race %d: cancelled with %d sends", i, sends)
+			if len(sends) != 0 {
+				t.Errorf("race %d: cancelled with %d sends", i, len(sends))
 			}
 		case "completed":
 			completed++
-			if sends != 1 || taskResult(t, g).isError() {
-				t.Errorf("race %d: completed with %d sends: %s", i, sends, g.Raw)
+			if len(sends) != 1 || taskResult(t, g).isError() {
+				t.Errorf("race %d: completed with %d sends: %s", i, len(sends), g.Raw)
 			}
 		default:
 			t.Errorf("race %d: %s", i, g.Raw)
