@@ -17,6 +17,7 @@ import (
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
 	"github.com/mcp-elicit/elicit/store"
+	"github.com/mcp-elicit/elicit/store/postgres/pgtest"
 )
 
 // metaTasks is the _meta of a client that elicits with forms and declares
@@ -318,22 +319,21 @@ func TestElicitdSweepsTasks(t *testing.T) {
 // has exactly one (the cancel came after the send and was too late).
 // Also on PostgreSQL when ELICIT_TEST_POSTGRES_DSN is set.
 func TestExportAndSendCancelRacesAnswer(t *testing.T) {
-	t.Run("sqlite", func(t *testing.T) { raceCancelAndAnswer(t, newReportsEnv(t), "racer") })
+	t.Run("sqlite", func(t *testing.T) { raceCancelAndAnswer(t, newReportsEnv(t)) })
 	t.Run("postgres", func(t *testing.T) {
-		dsn := os.Getenv("ELICIT_TEST_POSTGRES_DSN")
-		if dsn == "" {
+		if os.Getenv("ELICIT_TEST_POSTGRES_DSN") == "" {
 			t.Skip("set ELICIT_TEST_POSTGRES_DSN to run the race on PostgreSQL")
 		}
-		// Users of their own: the database outlives the test.
-		raceCancelAndAnswer(t, newReportsEnv(t, func(c *config) { c.storeURL = dsn }), fmt.Sprintf("racer-%d-", time.Now().UnixNano()))
+		dsn := pgtest.SchemaDSN(t) // a schema of its own
+		raceCancelAndAnswer(t, newReportsEnv(t, func(c *config) { c.storeURL = dsn }))
 	})
 }
 
-func raceCancelAndAnswer(t *testing.T, e *reportsEnv, users string) {
+func raceCancelAndAnswer(t *testing.T, e *reportsEnv) {
 	const races = 30
 	var cancelled, completed int
 	for i := range races {
-		user := fmt.Sprintf("%s%d", users, i)
+		user := fmt.Sprintf("racer%d", i)
 		id := e.startExportTask(t, user)
 		e.awaitTask(t, user, id, "input_required")
 		cancel := func() {
