@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,7 +13,6 @@ import (
 	"github.com/mcp-elicit/elicit/elicit"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/store"
-	"github.com/mcp-elicit/elicit/store/sqlite"
 )
 
 // sendServer has a "send" tool that runs as a task, asks to confirm, and
@@ -81,14 +80,81 @@ func (ss *sendServer) sends(t *testing.T, id string) int {
 	return -1
 }
 
-func sqliteLedger(t *testing.T) store.Ledger {
-	t.Helper()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "elicit.db"))
-	if err != nil {
-		t.Fatal(err)
+// memLedger is an in-memory store.Ledger: one outcome per operation id,
+// its effect's records written under the same lock. (A driver here would
+// put modernc.org/sqlite in every mcpserver user's go.sum; elicitd's
+// TestExportAndSendCancelRacesAnswer runs the race on SQLite and
+// PostgreSQL.)
+type memLedger struct {
+	mu      sync.Mutex
+	ops     map[string]*store.Operation
+	records map[string]*store.Record // by kind + "/" + id
+}
+
+func newMemLedger() *memLedger {
+	return &memLedger{ops: map[string]*store.Operation{}, records: map[string]*store.Record{}}
+}
+
+func (l *memLedger) CompleteOperation(ctx context.Context, op *store.Operation, effect func(context.Context, store.Effects) error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if got, ok := l.ops[op.ID]; ok {
+		c := *got
+		return &store.RecordedError{Op: &c}
 	}
-	t.Cleanup(func() { _ = st.Close() })
-	return st
+	fx := &memEffects{l: l, op: op.ID, added: map[string]*store.Record{}}
+	if effect != nil {
+		if err := effect(ctx, fx); err != nil {
+			return err
+		}
+	}
+	maps.Copy(l.records, fx.added)
+	c := *op
+	l.ops[op.ID] = &c
+	return nil
+}
+
+func (l *memLedger) GetOperation(_ context.Context, id string) (*store.Operation, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if got, ok := l.ops[id]; ok {
+		c := *got
+		return &c, nil
+	}
+	return nil, store.ErrNotFound
+}
+
+func (l *memLedger) GetRecord(_ context.Context, kind, id string) (*store.Record, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r, ok := l.records[kind+"/"+id]; ok {
+		c := *r
+		return &c, nil
+	}
+	return nil, store.ErrNotFound
+}
+
+func (l *memLedger) ListRecords(context.Context, string, string) ([]*store.Record, error) {
+	return nil, errors.New("memLedger: ListRecords not needed here")
+}
+
+// memEffects supports Insert only (the other methods are not called).
+type memEffects struct {
+	store.Effects
+	l     *memLedger
+	op    string
+	added map[string]*store.Record
+}
+
+func (fx *memEffects) Insert(_ context.Context, r *store.Record) error {
+	key := r.Kind + "/" + r.ID
+	if _, ok := fx.l.records[key]; ok {
+		return store.ErrConflict
+	}
+	r.Version, r.OperationID = 1, fx.op
+	c := *r
+	fx.added[key] = &c
+	return nil
 }
 
 const sendAnswer = `,"inputResponses":{"ok":{"action":"accept","content":{"confirm":true}}}`
@@ -110,7 +176,7 @@ func startAsking(t *testing.T, ss *sendServer) (rpc, string) {
 // by the ledger, the task stays cancelled, and nothing is sent.
 func TestTaskCancelBeforeEffect(t *testing.T) {
 	reached, release := make(chan struct{}), make(chan struct{})
-	ss := newSendServer(t, sqliteLedger(t), func(_ context.Context, stage string) {
+	ss := newSendServer(t, newMemLedger(), func(_ context.Context, stage string) {
 		if stage == "before" {
 			close(reached)
 			<-release
@@ -138,7 +204,7 @@ func TestTaskCancelBeforeEffect(t *testing.T) {
 func TestTaskCancelAfterEffect(t *testing.T) {
 	reached, release := make(chan struct{}), make(chan struct{})
 	var ctxEnded atomic.Bool
-	ss := newSendServer(t, sqliteLedger(t), func(ctx context.Context, stage string) {
+	ss := newSendServer(t, newMemLedger(), func(ctx context.Context, stage string) {
 		if stage == "after" {
 			close(reached)
 			<-release
@@ -169,7 +235,7 @@ func TestTaskCancelAfterEffect(t *testing.T) {
 // same time, many times over. Whichever wins, the end state tells the
 // truth: cancelled has no send, completed has exactly one.
 func TestTaskCancelRacesLastAnswer(t *testing.T) {
-	ss := newSendServer(t, sqliteLedger(t), nil)
+	ss := newSendServer(t, newMemLedger(), nil)
 	const races = 50
 	var cancelled, completed int
 	for range races {
