@@ -258,18 +258,47 @@ func (p *processPool) closeAll() {
 // Environment variables CommandLine gives a stdio upstream's process.
 const (
 	// EnvUpstreamUser is the user the process serves: the principal's id
-	// at the gateway, "" for the gateway's own process.
+	// at the gateway as is (not UserPathElement), "" for the gateway's
+	// own process.
 	EnvUpstreamUser = "ELICIT_UPSTREAM_USER"
 	// EnvUpstreamToken is the user's credential at this upstream
 	// (Upstream.Credentials), unset when there is none.
 	EnvUpstreamToken = "ELICIT_UPSTREAM_TOKEN"
-	// UserPlaceholder in an argument is replaced by the user's id.
+	// UserPlaceholder in an argument is replaced by UserPathElement of
+	// the user's id.
 	UserPlaceholder = "{user}"
 )
 
+// UserPathElement is the form of principal that UserPlaceholder stands
+// for: safe as one path element and one per principal. Every byte
+// outside A-Z, a-z, 0-9, _ and - becomes %XX (upper-case hex), so "."
+// is "%2E", ".." "%2E%2E" and "https://idp#u/1"
+// "https%3A%2F%2Fidp%23u%2F1"; the gateway's own identity
+// (CatalogPrincipal, "") is "@gateway", which no encoding produces (an
+// @ is always encoded). A user never shares a directory with another
+// user, or with the gateway's own process, or escapes the parent.
+func UserPathElement(principal string) string {
+	if principal == CatalogPrincipal {
+		return CatalogToken
+	}
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(principal); i++ {
+		switch c := principal[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-':
+			b.WriteByte(c)
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		}
+	}
+	return b.String()
+}
+
 // CommandLine returns an Upstream.Command that runs program with args
-// for each user: every UserPlaceholder in an argument replaced by the
-// user's id ("" for the gateway's own process), and the environment of
+// for each user: every UserPlaceholder in an argument replaced by
+// UserPathElement of the user's id, and the environment of
 // the gateway without its own settings and secrets (ELICIT_GATEWAY_*),
 // plus EnvUpstreamUser and, when the user has a credential,
 // EnvUpstreamToken (an environment variable, never an argument that
@@ -279,13 +308,13 @@ func CommandLine(program string, args []string, stderr io.Writer) func(principal
 	return func(principal, token string) *exec.Cmd {
 		argv := make([]string, len(args))
 		for i, a := range args {
-			argv[i] = strings.ReplaceAll(a, UserPlaceholder, principal)
+			argv[i] = strings.ReplaceAll(a, UserPlaceholder, UserPathElement(principal))
 		}
 		cmd := exec.Command(program, argv...)
 		cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
 			return strings.HasPrefix(kv, "ELICIT_GATEWAY_") || strings.HasPrefix(kv, "ELICIT_UPSTREAM_")
 		})
-		cmd.Env = append(cmd.Env, EnvUpstreamUser+"="+principal)
+		cmd.Env = append(cmd.Env, EnvUpstreamUser+"="+principal) // the raw id
 		if token != "" {
 			cmd.Env = append(cmd.Env, EnvUpstreamToken+"="+token)
 		}

@@ -241,6 +241,43 @@ func TestStdioProcessBounds(t *testing.T) {
 	}
 }
 
+// TestCommandLineUser: {user} in a stdio upstream's arguments is one
+// path element per user, never "", ".", ".." or one with a "/", and
+// never the gateway's own; ELICIT_UPSTREAM_USER is the id as is.
+func TestCommandLineUser(t *testing.T) {
+	line := CommandLine("prog", []string{"--data", "/st/" + UserPlaceholder}, nil)
+	tests := []struct{ principal, elem string }{
+		{"alice", "alice"},
+		{"Bob_2-x", "Bob_2-x"},
+		{".", "%2E"},
+		{"..", "%2E%2E"},
+		{"a/b", "a%2Fb"},
+		{"https://idp.example#u/../x", "https%3A%2F%2Fidp%2Eexample%23u%2F%2E%2E%2Fx"},
+		{"%2E", "%252E"},
+		{"@gateway", "%40gateway"},
+		{"é", "%C3%A9"},
+		{CatalogPrincipal, "@gateway"},
+	}
+	seen := map[string]string{}
+	for _, tt := range tests {
+		cmd := line(tt.principal, "")
+		dir := cmd.Args[2]
+		if want := "/st/" + tt.elem; dir != want {
+			t.Errorf("%q: --data %q, want %q", tt.principal, dir, want)
+		}
+		if filepath.Dir(dir) != "/st" || filepath.Base(dir) != tt.elem || filepath.Clean(dir) != dir {
+			t.Errorf("%q: %q is not one element under /st", tt.principal, dir)
+		}
+		if other, ok := seen[tt.elem]; ok {
+			t.Errorf("%q and %q share %q", tt.principal, other, tt.elem)
+		}
+		seen[tt.elem] = tt.principal
+		if got := cmd.Env[len(cmd.Env)-1]; got != EnvUpstreamUser+"="+tt.principal {
+			t.Errorf("%q: last env %q, want the raw id", tt.principal, got)
+		}
+	}
+}
+
 // exited reports whether process pid is gone (waited for by its parent).
 func exited(pid int) bool {
 	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
@@ -253,7 +290,7 @@ func exited(pid int) bool {
 // list of drafts holds their own draft only.
 func TestElicitdStdioBehindGateway(t *testing.T) {
 	bin, data := elicitdBin(t), t.TempDir()
-	line := CommandLine(bin, []string{"--stdio", "--stdio-user", UserPlaceholder, "--data", filepath.Join(data, "u-"+UserPlaceholder),
+	line := CommandLine(bin, []string{"--stdio", "--data", filepath.Join(data, "u-"+UserPlaceholder),
 		"--demo-oauth-addr", "off", "--log-level", "warn"}, nil)
 	command := func(principal, token string) *exec.Cmd {
 		cmd := line(principal, token)

@@ -68,7 +68,7 @@ var settings = []setting{
 	{name: "addr", def: "127.0.0.1:3100", usage: "listen address host:port"},
 	{name: "data", def: "./elicit-gateway-data", usage: "data directory: the SQLite store of the requestState keys and master.key"},
 	{name: "store", usage: "PostgreSQL URL postgres://user@host/db shared by several gateway instances (instead of SQLite in --data)"},
-	{name: "upstream", repeated: true, usage: "NAME=URL of an upstream MCP server, or NAME=cmd:PROGRAM ARGS for a local one over stdio, one process per user ({user} in ARGS is the user) (repeat for several); NAME is 1-32 of a-z, 0-9 and -, starting with a letter"},
+	{name: "upstream", repeated: true, usage: "NAME=URL of an upstream MCP server, or NAME=cmd:PROGRAM ARGS for a local one over stdio, one process per user ({user} in ARGS is the user as one path element, bytes other than A-Za-z0-9_- as %XX; ELICIT_UPSTREAM_USER the id as is) (repeat for several); NAME is 1-32 of a-z, 0-9 and -, starting with a letter"},
 	{name: "upstream-tokens", repeated: true, usage: "NAME=FILE: the upstream's token per user, \"principal token\" lines (@gateway: the gateway's own, for listing); without it the upstream gets no Authorization header"},
 	{name: "upstream-revision", repeated: true, usage: "NAME=REVISION: 2026-07-28 or 2025-11-25 instead of finding out"},
 	{name: "stdio-max-processes", def: "16", usage: "the most processes one cmd: upstream runs at once (one per user)"},

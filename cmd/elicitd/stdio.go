@@ -31,7 +31,7 @@ func init() {
 	addSettings(
 		setting{name: "stdio", def: "false", isBool: true, usage: "serve MCP on standard input and output, for a local host that launches elicitd; the pages stay on --addr (then 127.0.0.1:0 unless given)",
 			apply: func(c *config, v string) (err error) { c.stdio, err = parseBool(v); return err }},
-		setting{name: "stdio-user", def: "", defDoc: "the OS user's name", usage: "--stdio: the user every request is served for (state, URL flows and the vault are bound to it; the pages sign in as it); with --auth jwt, issuer#subject",
+		setting{name: "stdio-user", def: "", defDoc: "$ELICIT_UPSTREAM_USER (set by elicit-gateway), else the OS user's name", usage: "--stdio: the user every request is served for (state, URL flows and the vault are bound to it; the pages sign in as it); with --auth jwt, issuer#subject",
 			apply: func(c *config, v string) error { c.stdioUser = v; return nil }},
 	)
 }
@@ -59,6 +59,11 @@ func (cfg *config) checkStdio() error {
 	}
 	if cfg.metricsAddr == "" {
 		cfg.metricsAddr = "off" // no ops listener a local host would not use
+	}
+	if cfg.stdioUser == "" {
+		// Started by elicit-gateway: its user's id as is ({user} in the
+		// arguments is a path-safe encoding of it).
+		cfg.stdioUser = os.Getenv("ELICIT_UPSTREAM_USER")
 	}
 	if cfg.stdioUser == "" {
 		if cfg.auth.mode == "jwt" {
