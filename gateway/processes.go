@@ -76,8 +76,14 @@ func (p *processPool) acquire(ctx context.Context, principal string) (*process, 
 		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "The gateway is shutting down")
 	}
 	pr := p.procs[principal]
+	var victim, dead *process
+	if pr != nil && pr.c != nil && closedChan(pr.c.Exited()) {
+		// It died while idle (or between requests): a new one serves
+		// this request, not an error.
+		delete(p.procs, principal)
+		pr.gone, dead, pr = true, pr, nil
+	}
 	starting := pr == nil
-	var victim *process
 	if starting {
 		var err error
 		if victim, err = p.makeRoomLocked(); err != nil {
@@ -89,6 +95,10 @@ func (p *processPool) acquire(ctx context.Context, principal string) (*process, 
 	}
 	pr.busy++
 	p.mu.Unlock()
+	if dead != nil {
+		p.u.g.log.Warn("gateway: upstream process gone; starting another", "upstream", p.u.cfg.Name, "principal", principal)
+		p.stopLater(dead)
+	}
 	if victim != nil {
 		p.u.g.log.Info("gateway: closing the process idle the longest to start another", "upstream", p.u.cfg.Name)
 		p.stopLater(victim)
@@ -107,6 +117,16 @@ func (p *processPool) acquire(ctx context.Context, principal string) (*process, 
 		return nil, pr.err
 	}
 	return pr, nil
+}
+
+// closedChan reports whether ch is closed (never, for nil).
+func closedChan(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // makeRoomLocked returns the idle process to close when the pool is

@@ -174,6 +174,34 @@ func TestStdioProcessCrash(t *testing.T) {
 	}
 }
 
+// TestStdioProcessDiedIdle: a process killed while idle is found exited
+// by the user's next request, which starts a new process and succeeds
+// (no retryable error first).
+func TestStdioProcessDiedIdle(t *testing.T) {
+	g, gw := startGateway(t, Options{Upstreams: []Upstream{{Name: "local", Command: childCommand(), Credentials: stdioTokens}}})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	before := pidOf(ctx, t, gw, "alice")
+	pool := g.byName["local"].procs
+	pool.mu.Lock()
+	pr := pool.procs["alice"]
+	pool.mu.Unlock()
+	if err := syscall.Kill(before, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-pr.c.Exited()
+	text, after, err := whoamiOf(ctx, gw, "alice")
+	if err != nil {
+		t.Fatalf("the request after the process died: %v, want a new process", err)
+	}
+	if after == before || !strings.HasPrefix(text, "alice token=alice-token ") {
+		t.Errorf("after the kill: %q (process %d before)", text, before)
+	}
+	if n := pool.count(); n != 2 {
+		t.Errorf("%d processes, want 2 (the gateway's, alice's new one)", n)
+	}
+}
+
 // TestStdioProcessBounds: at MaxProcesses, a new user's process replaces
 // the one idle the longest; when every process is busy a new user is
 // refused with a retryable error; processes idle for ProcessIdle are

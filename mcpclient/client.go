@@ -285,6 +285,17 @@ func (c *Client) Endpoint() string { return c.endpoint }
 // it does nothing.
 func (c *Client) Close() error { return c.tr.close() }
 
+// Exited returns a channel closed once the server process NewCommand
+// started has exited (its calls then fail with *ConnectionError), so a
+// caller holding a client for later can tell it is dead before using
+// it. For an HTTP client it is nil: it never closes.
+func (c *Client) Exited() <-chan struct{} {
+	if t, ok := c.tr.(*stdioTransport); ok {
+		return t.exited
+	}
+	return nil
+}
+
 // Capabilities returns the client capabilities sent in every request's
 // _meta, derived from Options.Handlers and Options.Extensions.
 func (c *Client) Capabilities() mcp.ClientCapabilities { return c.caps }
