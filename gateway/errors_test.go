@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/mcp-elicit/elicit/jsonrpc"
@@ -167,5 +168,42 @@ func proxyTo(url string) http.HandlerFunc {
 				return
 			}
 		}
+	}
+}
+
+// TestUpstreamRefusesGateway: an upstream that answers 401 or 403 to the
+// gateway's own requests fails Start with an error naming the refusal
+// (no credentials configured, or the gateway's own refused), not
+// "unreachable", and never the token.
+func TestUpstreamRefusesGateway(t *testing.T) {
+	const secret = "s3cret-gateway-token"
+	tests := []struct {
+		name   string
+		status int
+		creds  Credentials
+		want   string
+	}{
+		{"none 401", http.StatusUnauthorized, nil, "refused the gateway (HTTP 401): no credentials configured"},
+		{"none 403", http.StatusForbidden, nil, "refused the gateway (HTTP 403): no credentials configured"},
+		{"users only", http.StatusUnauthorized, Tokens{"alice": "a"}, "no credentials configured for the gateway's own requests"},
+		{"own refused", http.StatusUnauthorized, Tokens{CatalogPrincipal: secret}, "refused the gateway's own credential (principal @gateway) (HTTP 401)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+				w.WriteHeader(tt.status)
+			}))
+			defer ts.Close()
+			g, err := New(Options{Logger: quietLog(), Upstreams: []Upstream{{Name: "main", URL: ts.URL + "/mcp", Credentials: tt.creds}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			err = g.Start(t.Context())
+			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "unreachable") || strings.Contains(err.Error(), secret) {
+				t.Errorf("Start: %v, want an error with %q, without \"unreachable\" or the token", err, tt.want)
+			}
+		})
 	}
 }

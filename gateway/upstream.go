@@ -175,6 +175,10 @@ func (u *upstream) find(ctx context.Context) (string, error) {
 			rev = Revision2026
 		case unreachable(err):
 			return "", err
+		case refusedStatus(err) != 0:
+			return "", u.refused(ctx, refusedStatus(err))
+		case errors.Is(err, ErrNoCredentials):
+			return "", fmt.Errorf("no credentials configured for the gateway's own requests to it (principal %s in --upstream-tokens, CatalogPrincipal in Upstream.Credentials)", CatalogToken)
 		default:
 			// A 2025-era server answers discover with an error (no
 			// session, unknown method, another version), an odd status,
@@ -190,6 +194,26 @@ func (u *upstream) find(ctx context.Context) (string, error) {
 	u.rev = rev
 	u.mu.Unlock()
 	return rev, nil
+}
+
+// refusedStatus is the HTTP status (401 or 403) of an upstream that
+// answered but refused the gateway's credential, 0 for any other err.
+func refusedStatus(err error) int {
+	var ae *mcpclient.AuthError
+	if errors.As(err, &ae) && (ae.StatusCode == http.StatusUnauthorized || ae.StatusCode == http.StatusForbidden) {
+		return ae.StatusCode
+	}
+	return 0
+}
+
+// refused is the error of an upstream that refused the gateway's own
+// request with status: whether the gateway sent no credential or one the
+// upstream did not take (the token itself never in it).
+func (u *upstream) refused(ctx context.Context, status int) error {
+	if tok, err := u.creds.Token(ctx, CatalogPrincipal); err != nil || tok == "" {
+		return fmt.Errorf("it refused the gateway (HTTP %d): no credentials configured for it; give its token for the gateway's own requests (principal %s) and each user's (--upstream-tokens, Upstream.Credentials)", status, CatalogToken)
+	}
+	return fmt.Errorf("it refused the gateway's own credential (principal %s) (HTTP %d); check the token configured for it (--upstream-tokens, Upstream.Credentials)", CatalogToken, status)
 }
 
 // unreachable reports whether err means the upstream could not be
