@@ -18,6 +18,7 @@ import (
 	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-elicit/elicit/internal/ctxtime"
 	"github.com/mcp-elicit/elicit/internal/transport"
 	"github.com/mcp-elicit/elicit/jsonrpc"
 	"github.com/mcp-elicit/elicit/mcp"
@@ -132,7 +133,7 @@ func (b *bridge) serve(ctx context.Context, c *call) (_ json.RawMessage, err err
 		if len(ir.InputRequests) == 0 {
 			// "Come back later": the same call again after a pause, with no answers.
 			responses = nil
-			if err := sleep(ctx, b.opts.StatePoll); err != nil {
+			if err := ctxtime.Sleep(ctx, b.opts.StatePoll); err != nil {
 				return nil, err
 			}
 			continue
@@ -342,7 +343,7 @@ func (b *bridge) poll(ctx context.Context, c *call, k string, pu pendingURL, rd 
 	if !rd.polled {
 		// A handler that waited for the page itself (and woke when it
 		// was finished) has used the pause.
-		if err := sleep(ctx, b.opts.URLPoll-c.lastInvoke); err != nil {
+		if err := ctxtime.Sleep(ctx, b.opts.URLPoll-c.lastInvoke); err != nil {
 			return err
 		}
 		rd.polled = true
@@ -478,17 +479,6 @@ func clientText(s string) string {
 		cut--
 	}
 	return s[:cut] + "…"
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // newElicitationID returns 128 random bits in hex: unique within the

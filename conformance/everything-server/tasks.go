@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcp-elicit/elicit/elicit"
+	"github.com/mcp-elicit/elicit/internal/ctxtime"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
 )
@@ -60,29 +61,17 @@ func slowComputeTool(ctx context.Context, req *mcpserver.Request) (mcpserver.Rep
 	if err := req.BindArguments(&a); err != nil {
 		return nil, err
 	}
-	if err := sleep(ctx, time.Duration(a.Seconds*float64(time.Second))); err != nil {
+	if err := ctxtime.Sleep(ctx, time.Duration(a.Seconds*float64(time.Second))); err != nil {
 		return nil, err
 	}
 	return mcpserver.Text(fmt.Sprintf("computed %q after %gs", a.Label, a.Seconds)), nil
-}
-
-// sleep waits d or until ctx ends (tasks/cancel).
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func failingJobTool(ctx context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
 	if req.TaskAllowed() {
 		return mcpserver.RunAsTask(), nil
 	}
-	if err := sleep(ctx, failingJobDelay); err != nil {
+	if err := ctxtime.Sleep(ctx, failingJobDelay); err != nil {
 		return nil, err
 	}
 	return mcpserver.ToolError("The job failed: the tool reported an error."), nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcp-elicit/elicit/elicit"
+	"github.com/mcp-elicit/elicit/internal/ctxtime"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
 	"github.com/mcp-elicit/elicit/store"
@@ -145,7 +146,7 @@ func (a *App) export(ctx context.Context, req *mcpserver.Request, args *exportAr
 		// Best effort: the progress is for the user's eyes, and a store
 		// that cannot take it fails the send later, not the export now.
 		_ = req.Progress(float64(part), ExportParts, what)
-		if err := sleepCtx(ctx, d/ExportParts); err != nil {
+		if err := ctxtime.Sleep(ctx, d/ExportParts); err != nil {
 			a.log.Info("reports: export stopped", "tool", req.Name, "operation_id", req.OperationID, "task", req.TaskID, "err", err)
 			return exported{}, err
 		}
@@ -153,18 +154,6 @@ func (a *App) export(ctx context.Context, req *mcpserver.Request, args *exportAr
 	h := fnv.New32a()
 	h.Write([]byte(args.Period + "/" + args.Dataset))
 	return exported{Rows: 1000 + int(h.Sum32()%9000)}, nil
-}
-
-// sleepCtx waits d, or until ctx ends (its error then).
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // sendExport sends the exported report to recipient: the send record and
