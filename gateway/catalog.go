@@ -58,7 +58,7 @@ func (g *Gateway) current() *catalog {
 
 // refresh reads every upstream's catalog again and rebuilds the merged
 // one. An upstream that fails keeps its previous entries (logged); with
-// strict, the refresh fails when no upstream answered at all.
+// strict, the refresh fails when no upstream's catalog could be read.
 func (g *Gateway) refresh(ctx context.Context, strict bool) error {
 	g.refreshMu.Lock()
 	defer g.refreshMu.Unlock()
@@ -80,7 +80,7 @@ func (g *Gateway) refresh(ctx context.Context, strict bool) error {
 		last[up.cfg.Name] = l
 	}
 	if strict && answered == 0 {
-		return fmt.Errorf("gateway: no upstream answered: %w", errors.Join(errs...))
+		return fmt.Errorf("gateway: no upstream catalog could be read: %w", errors.Join(errs...))
 	}
 	cat := g.build(last)
 	g.catMu.Lock()
