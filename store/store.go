@@ -186,6 +186,24 @@ type Store interface {
 	// ErrNotFound if principal has no flow id; ErrConflict if it is
 	// complete (nothing is written then).
 	CloseFlow(ctx context.Context, flowID, principal string, now time.Time) error
+	// CloseFlowAndRecord is CloseFlow(flowID, op.Principal,
+	// op.CompletedAt) and CompleteOperation(op, nil) in one transaction:
+	// both are written or neither, so no reader sees the flow closed by
+	// this call without op, and a failure (a crash included) leaves
+	// neither. A URL step records why its flow ended this way, so a retry
+	// that finds the flow ended finds the outcome too.
+	//
+	// The ledger is checked first: if it holds op.ID, nothing is written,
+	// whatever the flow's state (pending, closed, complete or swept), and
+	// the error is a *RecordedError carrying the recorded row. So of
+	// several closes of one flow under one operation id, concurrent or
+	// not, exactly one succeeds and the others get its row: the first
+	// outcome holds. Otherwise, as CloseFlow: ErrNotFound if op.Principal
+	// has no flow flowID, ErrConflict (not a *RecordedError) if it is
+	// complete, and nothing is written then; a pending flow that has
+	// expired already is closed, and op recorded. A nil op, or an empty or
+	// over-long op.ID, is an error.
+	CloseFlowAndRecord(ctx context.Context, flowID string, op *Operation) error
 	// GetSecret returns principal's sealed secret called name.
 	// ErrNotFound if there is none.
 	GetSecret(ctx context.Context, principal, name string) ([]byte, error)

@@ -36,21 +36,26 @@ func (s *Store) CompleteOperation(ctx context.Context, op *store.Operation, effe
 				return err
 			}
 		}
-		result := op.Result
-		if result == nil {
-			result = []byte{}
-		}
-		_, err = w.exec(ctx,
-			`INSERT INTO operations (id, principal, name, outcome, result, completed_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			op.ID, op.Principal, op.Name, op.Outcome, result, zNanos(op.CompletedAt))
-		if isUniqueViolation(err) {
-			return s.errorf("sqlite: operation already recorded: %w", store.ErrConflict)
-		}
-		if err != nil {
-			return s.errorf("sqlite: record operation: %w", err)
-		}
-		return nil
+		return s.insertOperation(ctx, w, op)
 	})
+}
+
+// insertOperation writes op's ledger row in w's transaction.
+func (s *Store) insertOperation(ctx context.Context, w *wtx, op *store.Operation) error {
+	result := op.Result
+	if result == nil {
+		result = []byte{}
+	}
+	_, err := w.exec(ctx,
+		`INSERT INTO operations (id, principal, name, outcome, result, completed_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		op.ID, op.Principal, op.Name, op.Outcome, result, zNanos(op.CompletedAt))
+	if isUniqueViolation(err) {
+		return s.errorf("sqlite: operation already recorded: %w", store.ErrConflict)
+	}
+	if err != nil {
+		return s.errorf("sqlite: record operation: %w", err)
+	}
+	return nil
 }
 
 // GetOperation implements store.Ledger.

@@ -59,6 +59,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"PendingFlow", testPendingFlow},
 		{"CloseFlow", testCloseFlow},
 		{"CloseFlowRace", testCloseFlowRace},
+		{"CloseFlowAndRecord", testCloseFlowAndRecord},
+		{"CloseFlowAndRecordRace", testCloseFlowAndRecordRace},
 	}
 	tests = append(tests, ledgerTests...)
 	tests = append(tests, keyRingTests...)
