@@ -115,7 +115,7 @@ type Store interface {
 	GetFlow(ctx context.Context, id string) (*store.Flow, error)
 	PendingFlow(ctx context.Context, principal, purpose string, now time.Time) (*store.Flow, error)
 	CompleteFlow(ctx context.Context, flowID, principal string, sealedSecret []byte, now time.Time) error
-	CloseFlow(ctx context.Context, flowID, principal string, now time.Time) error
+	CloseFlowAndRecord(ctx context.Context, flowID string, op *store.Operation) error
 	GetSecret(ctx context.Context, principal, name string) ([]byte, error)
 	HasSecret(ctx context.Context, principal, name string) (bool, error)
 	ReplaceSecret(ctx context.Context, principal, name string, old, sealed []byte, now time.Time) error

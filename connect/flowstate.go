@@ -40,32 +40,29 @@ const KeepAliveEvery = 10 * time.Second
 // CloseFlow ends f, a pending flow, because the user answered outcome
 // (FlowDeclined or FlowCancelled) in the MCP client, or the third party
 // denied access (FlowDenied, closed by the callback page): decline and
-// cancel are final for a URL step, and a denial ends the wait at once. The flow can no longer be completed, its page
-// says why (store.Store.CloseFlow), and the outcome is recorded in the
-// ledger, so a replayed retry gets it again (ClosedOutcome). It returns
-// the outcome that holds: outcome, or the one recorded by an earlier or
-// concurrent close. An error wrapping store.ErrConflict means the flow
-// was completed first; the secret entered then is kept, and nothing is
-// recorded.
+// cancel are final for a URL step, and a denial ends the wait at once.
+// The flow can no longer be completed, its page says why, and the outcome
+// is recorded in the ledger, so a replayed retry gets it again
+// (ClosedOutcome). Both are one store write
+// (store.Store.CloseFlowAndRecord): whoever sees the flow ended finds the
+// outcome, and a failure leaves the flow open with nothing recorded. It
+// returns the outcome that holds: outcome, or the one recorded by an
+// earlier or concurrent close. An error wrapping store.ErrConflict means
+// the flow was completed first; the secret entered then is kept, and
+// nothing is recorded.
 func (s *Service) CloseFlow(ctx context.Context, f *store.Flow, outcome string) (string, error) {
 	if outcome != FlowDeclined && outcome != FlowCancelled && outcome != FlowDenied {
 		return "", fmt.Errorf("connect: CloseFlow: outcome %q is not %q, %q or %q", outcome, FlowDeclined, FlowCancelled, FlowDenied)
 	}
-	if recorded, err := s.ClosedOutcome(ctx, f.ID); err != nil || recorded != "" {
-		return recorded, err
-	}
-	now := s.now()
-	if err := s.store.CloseFlow(ctx, f.ID, f.Principal, now); err != nil {
-		return "", fmt.Errorf("connect: close flow: %w", err)
-	}
 	op := &store.Operation{ID: closedOpPrefix + f.ID, Principal: f.Principal, Name: "connect close " + f.Purpose,
-		Outcome: outcome, CompletedAt: now}
-	err := s.store.CompleteOperation(ctx, op, nil)
-	if errors.Is(err, store.ErrConflict) {
-		return s.ClosedOutcome(ctx, f.ID) // another close won; its outcome holds
-	}
-	if err != nil {
-		return "", fmt.Errorf("connect: record closed flow: %w", err)
+		Outcome: outcome, CompletedAt: s.now()}
+	err := s.store.CloseFlowAndRecord(ctx, f.ID, op)
+	var recorded *store.RecordedError
+	switch {
+	case errors.As(err, &recorded):
+		return recorded.Op.Outcome, nil // closed before: its outcome holds
+	case err != nil:
+		return "", fmt.Errorf("connect: close flow: %w", err)
 	}
 	s.audit(ctx, slog.LevelInfo, "flow_closed",
 		slog.String("flow_id", f.ID), slog.String("principal", f.Principal), slog.String("purpose", f.Purpose), slog.String("outcome", outcome))

@@ -337,10 +337,10 @@ func (s *Step) held(ctx context.Context, req *mcpserver.Request, flow *store.Flo
 
 // closedOrExpired answers a flow that is no longer pending: closed with an
 // outcome (declined, cancelled, denied) or expired, when a new link
-// replaces it. Closing ends the flow first and records its outcome
-// second (Service.CloseFlow), so the outcome is read again here, after
-// the flow was seen ended: a retry that raced a close gets the close's
-// answer unless both of its reads fell between the close's two writes.
+// replaces it. A close can land between retry's first read of the outcome
+// and its read of the flow, so the outcome is read again here, after the
+// flow was seen ended; a close writes both at once (Service.CloseFlow),
+// so a flow seen closed always has its outcome here.
 func (s *Step) closedOrExpired(ctx context.Context, req *mcpserver.Request, flow *store.Flow, t StepTexts) (mcpserver.Reply, error) {
 	outcome, err := s.Flows.ClosedOutcome(ctx, flow.ID)
 	if err != nil {

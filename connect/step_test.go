@@ -44,7 +44,14 @@ type stepEnv struct {
 
 func newStepEnv(t *testing.T, wait time.Duration) *stepEnv {
 	t.Helper()
-	e := &stepEnv{harness: newHarness(t), seen: make(chan mcpserver.Round, 100)}
+	return newStepEnvWith(t, wait, nil)
+}
+
+// newStepEnvWith is newStepEnv with the harness's Options adjusted by
+// configure (newHarnessWith).
+func newStepEnvWith(t *testing.T, wait time.Duration, configure func(*connect.Options)) *stepEnv {
+	t.Helper()
+	e := &stepEnv{harness: newHarnessWith(t, configure), seen: make(chan mcpserver.Round, 100)}
 	sealer, err := reqstate.New([]reqstate.Key{reqstate.NewKey("k")}, &reqstate.Options{Now: e.clock.Now})
 	if err != nil {
 		t.Fatal(err)
