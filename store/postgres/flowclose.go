@@ -53,19 +53,11 @@ func (s *Store) CloseFlowAndRecord(ctx context.Context, flowID string, op *store
 	}
 	ctx, cancel := s.call(ctx)
 	defer cancel()
-	pc, err := s.pool.Acquire(ctx)
+	conn, release, err := s.acquire(ctx)
 	if err != nil {
 		return s.errorf("postgres: close flow and record: %w", err)
 	}
-	conn := pc.Conn()
-	defer func() {
-		if conn.PgConn().TxStatus() != 'I' {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
-			_, _ = conn.Exec(rctx, `ROLLBACK`)
-			cancel()
-		}
-		pc.Release()
-	}()
+	defer release()
 	result := op.Result
 	if result == nil {
 		result = []byte{}

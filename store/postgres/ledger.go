@@ -49,21 +49,11 @@ func (s *Store) CompleteOperation(ctx context.Context, op *store.Operation, effe
 var errRerun = errors.New("postgres: a write sent ahead failed; running the operation again")
 
 func (s *Store) completeOperation(ctx context.Context, op *store.Operation, effect func(context.Context, store.Effects) error, ahead bool) error {
-	pc, err := s.pool.Acquire(ctx)
+	conn, release, err := s.acquire(ctx)
 	if err != nil {
 		return s.errorf("postgres: complete operation: %w", err)
 	}
-	conn := pc.Conn()
-	defer func() {
-		if conn.PgConn().TxStatus() != 'I' {
-			// Roll back here rather than let the pool close the
-			// connection; a broken one is closed anyway.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
-			_, _ = conn.Exec(rctx, `ROLLBACK`)
-			cancel()
-		}
-		pc.Release()
-	}()
+	defer release()
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
 	b.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, operationLockClass, op.ID)
@@ -123,6 +113,27 @@ func (s *Store) completeOperation(ctx context.Context, op *store.Operation, effe
 		return s.errorf("postgres: complete operation: %w", err)
 	}
 	return nil
+}
+
+// acquire takes a pool connection for a transaction sent by hand (BEGIN
+// and COMMIT in batches); release rolls back whatever is left open on it
+// and gives it back.
+func (s *Store) acquire(ctx context.Context) (conn *pgx.Conn, release func(), err error) {
+	pc, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	conn = pc.Conn()
+	return conn, func() {
+		if conn.PgConn().TxStatus() != 'I' {
+			// Roll back here rather than let the pool close the
+			// connection; a broken one is closed anyway.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+			_, _ = conn.Exec(rctx, `ROLLBACK`)
+			cancel()
+		}
+		pc.Release()
+	}, nil
 }
 
 // sendBatch sends b in one round trip and reads its results with read.

@@ -27,12 +27,8 @@ func (s *Store) CloseFlowAndRecord(ctx context.Context, flowID string, op *store
 		return errors.New("sqlite: close flow and record: operation id must be 1 to 128 bytes")
 	}
 	return s.write(ctx, func(ctx context.Context, w *wtx) error {
-		recorded, err := scanOperation(w.queryRow(ctx, selectOperation, op.ID), op.ID)
-		switch {
-		case err == nil:
-			return fmt.Errorf("sqlite: close flow and record: %w", &store.RecordedError{Op: recorded})
-		case !errors.Is(err, store.ErrNotFound):
-			return s.errorf("sqlite: close flow and record: %w", err)
+		if err := s.unrecorded(ctx, w, op.ID, "close flow and record"); err != nil {
+			return err
 		}
 		if err := s.closeFlow(ctx, w, flowID, op.Principal, op.CompletedAt); err != nil {
 			return err

@@ -21,12 +21,8 @@ func (s *Store) CompleteOperation(ctx context.Context, op *store.Operation, effe
 		return errors.New("sqlite: complete operation: operation id must be 1 to 128 bytes")
 	}
 	return s.write(ctx, func(ctx context.Context, w *wtx) error {
-		recorded, err := scanOperation(w.queryRow(ctx, selectOperation, op.ID), op.ID)
-		switch {
-		case err == nil:
-			return fmt.Errorf("sqlite: complete operation: %w", &store.RecordedError{Op: recorded})
-		case !errors.Is(err, store.ErrNotFound):
-			return s.errorf("sqlite: complete operation: %w", err)
+		if err := s.unrecorded(ctx, w, op.ID, "complete operation"); err != nil {
+			return err
 		}
 		if effect != nil {
 			fx := &effects{s: s, w: w, opID: op.ID}
@@ -38,6 +34,19 @@ func (s *Store) CompleteOperation(ctx context.Context, op *store.Operation, effe
 		}
 		return s.insertOperation(ctx, w, op)
 	})
+}
+
+// unrecorded returns nil if w's transaction finds no ledger row id, and
+// else a *store.RecordedError carrying it; what names the call.
+func (s *Store) unrecorded(ctx context.Context, w *wtx, id, what string) error {
+	recorded, err := scanOperation(w.queryRow(ctx, selectOperation, id), id)
+	switch {
+	case err == nil:
+		return fmt.Errorf("sqlite: %s: %w", what, &store.RecordedError{Op: recorded})
+	case !errors.Is(err, store.ErrNotFound):
+		return s.errorf("sqlite: %s: %w", what, err)
+	}
+	return nil
 }
 
 // insertOperation writes op's ledger row in w's transaction.
