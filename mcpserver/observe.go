@@ -70,9 +70,13 @@ const (
 	OutcomeIdentityMismatch Outcome = "identity_mismatch"
 )
 
-// Outcomes lists every Outcome, for metrics that pre-declare their labels.
-var Outcomes = []Outcome{OutcomeCompleted, OutcomeInputRequired, OutcomeTask, OutcomeAccepted, OutcomeDeclined, OutcomeCancelled,
-	OutcomePending, OutcomeExpired, OutcomeInvalidState, OutcomeCapabilityMissing, OutcomeIdentityMismatch, OutcomeFault}
+// Outcomes returns every Outcome, for metrics that pre-declare their
+// labels. Each call returns a new slice: a caller may change or keep it
+// without changing what another caller gets.
+func Outcomes() []Outcome {
+	return []Outcome{OutcomeCompleted, OutcomeInputRequired, OutcomeTask, OutcomeAccepted, OutcomeDeclined, OutcomeCancelled,
+		OutcomePending, OutcomeExpired, OutcomeInvalidState, OutcomeCapabilityMissing, OutcomeIdentityMismatch, OutcomeFault}
+}
 
 // Round is what the server reports about one round (one tools/call,
 // prompts/get or resources/read request, or one run of a task's handler)

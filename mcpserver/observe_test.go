@@ -5,6 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -242,4 +248,69 @@ func FuzzClipName(f *testing.F) {
 			t.Fatalf("clipName(%q) = %q, want it unchanged", name, got)
 		}
 	})
+}
+
+// TestOutcomes: Outcomes lists every Outcome constant of the package
+// once, and each call returns a slice of its own, so a caller that
+// changes what it got changes no one else's labels.
+func TestOutcomes(t *testing.T) {
+	declared := outcomeConsts(t)
+	got := Outcomes()
+	if len(got) != len(declared) {
+		t.Errorf("Outcomes() has %d entries, the package declares %d Outcome constants", len(got), len(declared))
+	}
+	seen := map[Outcome]bool{}
+	for _, o := range got {
+		if seen[o] {
+			t.Errorf("Outcomes() lists %q twice", o)
+		}
+		seen[o] = true
+	}
+	for name, v := range declared {
+		if !seen[Outcome(v)] {
+			t.Errorf("Outcomes() lacks %s (%q)", name, v)
+		}
+	}
+	got[0] = "changed"
+	_ = append(got[:1], "appended")
+	if again := Outcomes(); again[0] == "changed" || slices.Contains(again, "appended") {
+		t.Fatalf("a caller's change reached the next caller: %v", again)
+	}
+}
+
+// outcomeConsts returns the constants of type Outcome declared in the
+// package's files (test files left out), by name.
+func outcomeConsts(t *testing.T) map[string]string {
+	t.Helper()
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, pkg := range pkgs {
+		for _, f := range pkg.Files {
+			for _, d := range f.Decls {
+				gd, ok := d.(*ast.GenDecl)
+				if !ok || gd.Tok != token.CONST {
+					continue
+				}
+				for _, spec := range gd.Specs {
+					vs := spec.(*ast.ValueSpec)
+					if typ, ok := vs.Type.(*ast.Ident); !ok || typ.Name != "Outcome" {
+						continue
+					}
+					for i, id := range vs.Names {
+						if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+							out[id.Name], _ = strconv.Unquote(lit.Value)
+						}
+					}
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no Outcome constant found")
+	}
+	return out
 }

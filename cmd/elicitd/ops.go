@@ -234,7 +234,7 @@ func newMetrics() *metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every (method, outcome) pair is shown from the start, at 0.
 	for _, method := range []string{mcp.MethodToolsCall, mcp.MethodPromptsGet, mcp.MethodResourcesRead} {
-		for _, o := range mcpserver.Outcomes {
+		for _, o := range mcpserver.Outcomes() {
 			if o != mcpserver.OutcomeFault && o != mcpserver.OutcomeIdentityMismatch {
 				m.outcomes.WithLabelValues(method, string(o))
 			}
