@@ -21,14 +21,18 @@ import (
 // or integration failure (fault).
 type Outcome string
 
-// Outcomes, in the order Observe derives them (the first that applies):
+// Outcomes, in the order Observe derives them (the first that applies);
+// a task run stopped before it settled is cancelled, lease_lost or
+// expired, whatever else applies:
 const (
 	// OutcomeCapabilityMissing: -32021, the request lacked a client
 	// capability the reply needed (CAP-S-03).
 	OutcomeCapabilityMissing Outcome = "capability_missing"
 	// OutcomeExpired: the requestState was authentic and this user's but
 	// past its expiry (reqstate.ReasonExpired) — refused with -32602, or
-	// served as a fresh call under HandlerOptions.RestartStale.
+	// served as a fresh call under HandlerOptions.RestartStale; or, for a
+	// task run, the task passed its TTL and was deleted
+	// (Server.SweepTasks) while its handler ran.
 	OutcomeExpired Outcome = "expired"
 	// OutcomeInvalidState: the requestState was refused for any other
 	// reason (tampered, another key, another user, tool or arguments).
@@ -44,6 +48,13 @@ const (
 	// cancelled (and none declined); or, for a task run, tasks/cancel
 	// ended the task while its handler ran.
 	OutcomeCancelled Outcome = "cancelled"
+	// OutcomeLeaseLost is for a task run only: another run took the task
+	// over while this one ran (its instance stalled past
+	// TaskOptions.Lease, and a tasks/get elsewhere found the lease run
+	// out), so this run was stopped, or what it returned was dropped.
+	// No one cancelled it: the task goes on, or ended, under the other
+	// run, whose rounds are reported as usual.
+	OutcomeLeaseLost Outcome = "lease_lost"
 	// OutcomePending: a URL-mode elicitation was accepted but the handler
 	// asked the same key again: the user consented to open the page but
 	// has not finished there yet.
@@ -75,7 +86,7 @@ const (
 // without changing what another caller gets.
 func Outcomes() []Outcome {
 	return []Outcome{OutcomeCompleted, OutcomeInputRequired, OutcomeTask, OutcomeAccepted, OutcomeDeclined, OutcomeCancelled,
-		OutcomePending, OutcomeExpired, OutcomeInvalidState, OutcomeCapabilityMissing, OutcomeIdentityMismatch, OutcomeFault}
+		OutcomeLeaseLost, OutcomePending, OutcomeExpired, OutcomeInvalidState, OutcomeCapabilityMissing, OutcomeIdentityMismatch, OutcomeFault}
 }
 
 // Round is what the server reports about one round (one tools/call,
@@ -130,7 +141,7 @@ type roundInfo struct {
 	restart  RestartReason
 	answered Outcome // declined, cancelled, pending, accepted or ""
 	taskID   string
-	forced   Outcome // set: the outcome, whatever the response (a cancelled task run)
+	forced   Outcome // set: the outcome, whatever the response (a task run stopped before it settled)
 }
 
 // answerRank orders the decisions an answer can carry, strongest last.

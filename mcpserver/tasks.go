@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-elicit/elicit/internal/transport"
@@ -108,6 +109,20 @@ type taskRun struct {
 	// may hang as long as the store does.
 	lock  chan struct{}
 	until time.Time
+
+	// stopped is why the run was stopped before it settled, when it was
+	// not tasks/cancel: OutcomeLeaseLost or OutcomeExpired. Its round
+	// is observed so (stopOutcome).
+	stopped atomic.Value // Outcome
+}
+
+// stopOutcome is the outcome observed for a run stopped before it
+// settled: why it was stopped, OutcomeCancelled unless stopped says else.
+func (r *taskRun) stopOutcome() Outcome {
+	if o, ok := r.stopped.Load().(Outcome); ok {
+		return o
+	}
+	return OutcomeCancelled
 }
 
 // errLeaseLost refuses a write of a run whose lease another run holds now.
@@ -398,9 +413,11 @@ var errTaskEnded = errors.New("task ended")
 // renew extends the lease of run's working task; false when the task
 // has ended, is gone, or is another run's now, so the run should stop.
 func (s *Server) renew(rt *tasks, run *taskRun) bool {
+	var ended mcp.TaskStatus
 	_, err := run.update(context.Background(), rt.store, func(t *store.Task) error {
 		switch {
 		case t.Status.Terminal():
+			ended = t.Status
 			return errTaskEnded
 		case t.Status != mcp.TaskWorking:
 			return errNoChange
@@ -410,9 +427,16 @@ func (s *Server) renew(rt *tasks, run *taskRun) bool {
 	})
 	switch {
 	case errors.Is(err, errTaskEnded), errors.Is(err, store.ErrNotFound):
+		switch {
+		case errors.Is(err, store.ErrNotFound): // deleted after its TTL
+			run.stopped.Store(OutcomeExpired)
+		case ended != mcp.TaskCancelled: // another run settled it
+			run.stopped.Store(OutcomeLeaseLost)
+		}
 		s.log.Info("mcpserver: task ended elsewhere; stopping its run", "task", run.id)
 		return false
 	case errors.Is(err, errLeaseLost):
+		run.stopped.Store(OutcomeLeaseLost)
 		s.log.Warn("mcpserver: task run lost its lease (its instance stalled) and another run took the task over; stopping this one", "task", run.id)
 		return false
 	case err != nil && !errors.Is(err, errNoChange):
@@ -468,17 +492,24 @@ func (s *Server) runTask(ctx context.Context, rt *tasks, run *taskRun) (again bo
 	in := &transport.Incoming{Method: mcp.MethodToolsCall, Name: rec.Tool, Arguments: rec.Arguments}
 	req, reply, err := s.callTask(ctx, run, rec)
 	if ctx.Err() != nil {
-		s.observeRun(ctx, in, rec, &roundInfo{start: start, forced: OutcomeCancelled}, nil)
-		return false // cancelled (the record already says so), or the lease lost
+		s.observeRun(ctx, in, rec, &roundInfo{start: start, forced: run.stopOutcome()}, nil)
+		return false // cancelled (the record already says so), the lease lost, or the task deleted
 	}
 	settle, again := s.settleTask(rt, in, rec, req, reply, err)
 	cancelled := rt.cancelRecorded(context.WithoutCancel(ctx), rec)
 	if cancelled { // the cancel may not have marked the task yet: its outcome wins
 		settle, again = rt.markCancelled, false
 	}
-	settled, err := run.update(context.WithoutCancel(ctx), rt.store, settle)
+	var found mcp.TaskStatus // the status the write found
+	settled, err := run.update(context.WithoutCancel(ctx), rt.store, func(t *store.Task) error {
+		found = t.Status
+		return settle(t)
+	})
 	switch {
-	case errors.Is(err, errLeaseLost):
+	case errors.Is(err, errLeaseLost), errors.Is(err, errNoChange) && found != mcp.TaskCancelled && !cancelled:
+		// Another run holds the task, or has moved it on (asked,
+		// settled) since this run lost its lease.
+		run.stopped.Store(OutcomeLeaseLost)
 		s.log.Warn("mcpserver: task run lost its lease (its instance stalled) and another run took the task over; its outcome is dropped", "task", run.id)
 		settled = nil
 	case err != nil && !errors.Is(err, errNoChange):
@@ -489,9 +520,11 @@ func (s *Server) runTask(ctx context.Context, rt *tasks, run *taskRun) (again bo
 	if req != nil {
 		ri.summarize(req, reply)
 	}
-	if settled == nil || cancelled { // the task ended while its handler ran (tasks/cancel), or another run has it
-		ri.forced = OutcomeCancelled
-		again = false
+	switch {
+	case cancelled: // the ledger holds the cancel
+		ri.forced, again = OutcomeCancelled, false
+	case settled == nil: // the task ended while its handler ran (tasks/cancel), or another run has it
+		ri.forced, again = run.stopOutcome(), false
 	}
 	s.observeRun(ctx, in, rec, ri, settled)
 	return again

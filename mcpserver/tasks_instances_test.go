@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -173,18 +174,33 @@ func (s *stallingStore) set(stalled bool) {
 
 // leaseInstance is a server on st whose "work" tool runs as a task: a
 // run waits until finish is closed and answers "done on <name>", or
-// until its context ends, which ended counts.
+// until its context ends, which ended counts; when say is closed first,
+// it sets a status message and returns its error, if any. Its Observer
+// keeps the outcome of each task run (runOutcomes).
 type leaseInstance struct {
 	*Server
 	name   string
 	finish chan struct{}
+	say    chan struct{}
 	runs   atomic.Int32
 	ended  atomic.Int32
+	said   chan error // what SetStatusMessage returned, once said
+
+	mu       sync.Mutex
+	outcomes []Outcome
 }
 
-func newLeaseInstance(name string, st TaskStore, lease time.Duration) *leaseInstance {
-	in := &leaseInstance{Server: New(mcp.Implementation{Name: name, Version: "1"}, nil), name: name, finish: make(chan struct{})}
-	in.EnableTasks(&TaskOptions{Store: st, Lease: lease})
+// newLeaseInstance makes the instance; now is its clock (nil: time.Now).
+func newLeaseInstance(name string, st TaskStore, lease time.Duration, now func() time.Time) *leaseInstance {
+	in := &leaseInstance{name: name, finish: make(chan struct{}), say: make(chan struct{}), said: make(chan error, 1)}
+	in.Server = New(mcp.Implementation{Name: name, Version: "1"}, &Options{Observer: func(_ context.Context, r *Round) {
+		if r.TaskID != "" && r.Outcome != OutcomeTask {
+			in.mu.Lock()
+			defer in.mu.Unlock()
+			in.outcomes = append(in.outcomes, r.Outcome)
+		}
+	}})
+	in.EnableTasks(&TaskOptions{Store: st, TTL: 24 * time.Hour, Lease: lease, Now: now})
 	in.AddToolWith(&mcp.Tool{Name: "work"}, func(ctx context.Context, r *Request) (Reply, error) {
 		if r.TaskAllowed() {
 			return RunAsTask(), nil
@@ -194,6 +210,14 @@ func newLeaseInstance(name string, st TaskStore, lease time.Duration) *leaseInst
 		case <-ctx.Done():
 			in.ended.Add(1)
 			return nil, ctx.Err()
+		case <-in.say:
+			err := r.SetStatusMessage("Halfway")
+			in.said <- err
+			if err != nil {
+				return nil, err
+			}
+			<-in.finish
+			return Text("done on " + in.name), nil
 		case <-in.finish:
 			return Text("done on " + in.name), nil
 		}
@@ -201,19 +225,35 @@ func newLeaseInstance(name string, st TaskStore, lease time.Duration) *leaseInst
 	return in
 }
 
+// runOutcomes returns the outcomes of the task runs observed so far.
+func (in *leaseInstance) runOutcomes() []Outcome {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return slices.Clone(in.outcomes)
+}
+
 // TestTaskLeaseLost: instance A runs a task and stalls (its store writes
 // hang) past the lease; B takes the task over and runs it. When A comes
 // back, its run learns it lost the lease: its renewal ends its context
-// ("renewal"), or, when its handler had already returned, its outcome is
-// not stored ("late outcome"); either way the task ends with B's result.
+// ("renewal"; "other run finished" when B has completed the task by
+// then), or, when its handler had already returned, its outcome is not
+// stored ("late outcome"); either way the task ends with B's result, and
+// A's run is observed as lease_lost, not cancelled: no one cancelled it.
 func TestTaskLeaseLost(t *testing.T) {
-	for _, late := range []bool{false, true} {
-		t.Run(map[bool]string{false: "renewal", true: "late outcome"}[late], func(t *testing.T) {
+	for _, tt := range []struct {
+		name             string
+		late, bFinishing bool
+	}{
+		{name: "renewal"},
+		{name: "late outcome", late: true},
+		{name: "other run finished", bFinishing: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				shared := NewMemoryTaskStore()
 				const lease = 3 * time.Second
 				aStore := &stallingStore{TaskStore: shared}
-				a, b := newLeaseInstance("a", aStore, lease), newLeaseInstance("b", shared, lease)
+				a, b := newLeaseInstance("a", aStore, lease, nil), newLeaseInstance("b", shared, lease, nil)
 				id := startTask(t, rpc{a.Server, "alice"}, "work", `{}`)
 				synctest.Wait()
 				aStore.set(true)
@@ -222,22 +262,28 @@ func TestTaskLeaseLost(t *testing.T) {
 					t.Fatalf("tasks/get on B: %v", g)
 				}
 				synctest.Wait()
-				if late {
+				if tt.late {
 					close(a.finish) // A's handler returns; storing its outcome hangs
 					synctest.Wait()
+				}
+				if tt.bFinishing {
+					close(b.finish)
+					b.WaitTasks()
 				}
 				aStore.set(false)
 				synctest.Wait()
 				if a.runs.Load() != 1 || b.runs.Load() != 1 {
 					t.Fatalf("runs: A %d, B %d", a.runs.Load(), b.runs.Load())
 				}
-				if !late && a.ended.Load() != 1 {
+				if !tt.late && a.ended.Load() != 1 {
 					t.Fatal("A's run was not told it lost the lease")
 				}
-				if g := getTask(t, rpc{b.Server, "alice"}, id); g["status"] != "working" {
+				if g := getTask(t, rpc{b.Server, "alice"}, id); !tt.bFinishing && g["status"] != "working" {
 					t.Fatalf("A's late outcome was stored: %v", g)
 				}
-				close(b.finish)
+				if !tt.bFinishing {
+					close(b.finish)
+				}
 				a.WaitTasks()
 				b.WaitTasks()
 				g := getTask(t, rpc{a.Server, "alice"}, id)
@@ -246,9 +292,86 @@ func TestTaskLeaseLost(t *testing.T) {
 					content[0].(map[string]any)["text"] != "done on b" {
 					t.Fatalf("the task ended with %v", g)
 				}
+				if got := a.runOutcomes(); !slices.Equal(got, []Outcome{OutcomeLeaseLost}) {
+					t.Errorf("A's run observed as %v, want [lease_lost]", got)
+				}
+				if got := b.runOutcomes(); !slices.Equal(got, []Outcome{OutcomeCompleted}) {
+					t.Errorf("B's run observed as %v, want [completed]", got)
+				}
 			})
 		})
 	}
+}
+
+// TestTaskLeaseLostStatusMessage: a run that learns it lost the lease
+// when it sets a status message (its clock stood still, so its renewals
+// kept a lease B's clock finds run out) returns context.Canceled from
+// SetStatusMessage and is observed as lease_lost.
+func TestTaskLeaseLostStatusMessage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := NewMemoryTaskStore()
+		const lease = time.Hour // no renewal during the test
+		t0 := time.Now()
+		a := newLeaseInstance("a", st, lease, func() time.Time { return t0 })
+		b := newLeaseInstance("b", st, lease, func() time.Time { return t0.Add(2 * lease) })
+		id := startTask(t, rpc{a.Server, "alice"}, "work", `{}`)
+		synctest.Wait()
+		getTask(t, rpc{b.Server, "alice"}, id) // B takes it over
+		synctest.Wait()
+		close(a.say)
+		if err := <-a.said; !errors.Is(err, context.Canceled) {
+			t.Fatalf("A's SetStatusMessage after the takeover: %v, want context.Canceled", err)
+		}
+		a.WaitTasks()
+		if got := a.runOutcomes(); !slices.Equal(got, []Outcome{OutcomeLeaseLost}) {
+			t.Errorf("A's run observed as %v, want [lease_lost]", got)
+		}
+		close(b.finish)
+		b.WaitTasks()
+		if g := getTask(t, rpc{b.Server, "alice"}, id); g["status"] != "completed" || g["statusMessage"] != nil {
+			t.Fatalf("the task ended as %v", g)
+		}
+	})
+}
+
+// TestTaskSweptWhileRunning: a task whose TTL passes while its handler
+// runs, and which Server.SweepTasks deletes, stops its run at the next
+// lease renewal; the run is observed as expired, not cancelled.
+func TestTaskSweptWhileRunning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease, ttl = 3 * time.Second, 2 * time.Second
+		var ended atomic.Int32
+		var mu sync.Mutex
+		var outcomes []Outcome
+		s := New(mcp.Implementation{Name: "s", Version: "1"}, &Options{Observer: func(_ context.Context, r *Round) {
+			if r.TaskID != "" && r.Outcome != OutcomeTask {
+				mu.Lock()
+				defer mu.Unlock()
+				outcomes = append(outcomes, r.Outcome)
+			}
+		}})
+		s.EnableTasks(&TaskOptions{TTL: ttl, Lease: lease})
+		s.AddToolWith(&mcp.Tool{Name: "work"}, func(ctx context.Context, r *Request) (Reply, error) {
+			if r.TaskAllowed() {
+				return RunAsTask(), nil
+			}
+			<-ctx.Done()
+			ended.Add(1)
+			return nil, ctx.Err()
+		}, &HandlerOptions{Tasks: TaskOptional})
+		startTask(t, rpc{s, "alice"}, "work", `{}`)
+		time.Sleep(ttl + time.Millisecond)
+		if n, err := s.SweepTasks(context.Background()); n != 1 || err != nil {
+			t.Fatalf("SweepTasks: %d, %v", n, err)
+		}
+		time.Sleep(lease / 3)
+		s.WaitTasks()
+		mu.Lock()
+		defer mu.Unlock()
+		if ended.Load() != 1 || !slices.Equal(outcomes, []Outcome{OutcomeExpired}) {
+			t.Fatalf("run ended %d times, observed as %v; want once, [expired]", ended.Load(), outcomes)
+		}
+	})
 }
 
 // TestTaskCancelReachesNextRun: the run that asked may still be on its

@@ -193,6 +193,7 @@ func TestMetricsDeclineIsNotAFault(t *testing.T) {
 		`elicitd_outcomes_total{method="tools/call",outcome="declined"} 1`,
 		`elicitd_outcomes_total{method="tools/call",outcome="input_required"} 1`,
 		`elicitd_outcomes_total{method="tools/call",outcome="cancelled"} 0`,
+		`elicitd_outcomes_total{method="tools/call",outcome="lease_lost"} 0`,
 		`elicitd_request_duration_seconds_count{method="tools/call"} 2`,
 		`elicitd_build_info{goversion="go`,
 		// The fault family is visible before the first fault.

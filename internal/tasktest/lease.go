@@ -15,16 +15,23 @@ import (
 // over. A's run then finishes, and its outcome is not stored; B's run,
 // holding the lease through st's round trip (the lease's end is its
 // token, compared exactly), sets its status message and completes the
-// task. Clocks are injected; the lease is long enough that no real
-// renewal happens during the test.
+// task. A's run is observed as lease_lost, B's as completed. Clocks are
+// injected; the lease is long enough that no real renewal happens
+// during the test.
 func LeaseLost(t *testing.T, st mcpserver.TaskStore) {
 	t.Helper()
 	const lease = time.Hour
 	t0 := time.Date(2026, 7, 28, 9, 30, 15, 123456789, time.UTC)
 	started, said, finish := make(chan string, 2), make(chan error, 1), make(chan struct{})
 	release := map[string]chan struct{}{"a": make(chan struct{}), "b": make(chan struct{})}
+	// What each instance's Observer saw of the task's runs.
+	observed := map[string]chan mcpserver.Outcome{"a": make(chan mcpserver.Outcome, 4), "b": make(chan mcpserver.Outcome, 4)}
 	instance := func(name string, now time.Time) *mcpserver.Server {
-		s := mcpserver.New(mcp.Implementation{Name: name, Version: "1"}, nil)
+		s := mcpserver.New(mcp.Implementation{Name: name, Version: "1"}, &mcpserver.Options{Observer: func(_ context.Context, r *mcpserver.Round) {
+			if r.TaskID != "" && r.Outcome != mcpserver.OutcomeTask {
+				observed[name] <- r.Outcome
+			}
+		}})
 		s.EnableTasks(&mcpserver.TaskOptions{Store: st, TTL: 24 * time.Hour, Lease: lease, Now: func() time.Time { return now }})
 		s.AddToolWith(&mcp.Tool{Name: "work"}, func(ctx context.Context, r *mcpserver.Request) (mcpserver.Reply, error) {
 			if r.TaskAllowed() {
@@ -57,6 +64,9 @@ func LeaseLost(t *testing.T, st mcpserver.TaskStore) {
 	if g := serve(t, b, get); g["status"] != "working" {
 		t.Fatalf("A's outcome was stored although B runs the task: %v", g)
 	}
+	if o := <-observed["a"]; o != mcpserver.OutcomeLeaseLost {
+		t.Fatalf("A's run was observed as %s, want %s: no one cancelled it", o, mcpserver.OutcomeLeaseLost)
+	}
 	close(release["b"])
 	if err := <-said; err != nil {
 		t.Fatalf("B's status message: %v", err)
@@ -71,5 +81,8 @@ func LeaseLost(t *testing.T, st mcpserver.TaskStore) {
 	content, _ := res["content"].([]any)
 	if g["status"] != "completed" || len(content) != 1 || content[0].(map[string]any)["text"] != "done on b" || g["statusMessage"] != nil {
 		t.Fatalf("the task ended as %v; want completed by B, no status message", g)
+	}
+	if o := <-observed["b"]; o != mcpserver.OutcomeCompleted {
+		t.Fatalf("B's run was observed as %s, want %s", o, mcpserver.OutcomeCompleted)
 	}
 }
