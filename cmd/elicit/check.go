@@ -63,10 +63,14 @@ what the check did and what it left behind, and the tool's annotations.
                       {"error":{"kind":K,"message":M}}, K "usage" for exit 2
   --timeout D         give up after D, more than 0 (default 5m)
 
-Exit status: 0 no case failed and at least one passed; 1 a case failed;
-2 usage error; 3 the check could not run (server unreachable, token
-refused, not an MCP endpoint, tool or other tool not listed) or tested
-nothing (every case not applicable or could not test).
+Exit status:
+  0  no case failed and at least one passed
+  1  a case failed
+  2  usage error
+  3  the check could not run (server unreachable, token refused, not an
+     MCP endpoint, tools/list failed, tool or other tool not listed,
+     sign-in failed, interrupted, timed out) or tested nothing (every
+     case not applicable or could not test)
 `
 
 // runCheck is "elicit check"; it returns the exit status.

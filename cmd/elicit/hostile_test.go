@@ -15,12 +15,15 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/mcp-elicit/elicit/internal/termtext"
+	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/mcpclient"
 )
 
 // hostileText is what a hostile server puts in a field: a screen clear, an
@@ -79,6 +82,9 @@ var hostileFields = []struct {
 	{field: "rpc.-32021.data"},
 	{field: "rpc.-32022.data.supported"},
 	{field: "progress.message", hidden: "elicit shows no progress yet"},
+	{field: "task.id"},
+	{field: "task.status"}, // an unknown status: shown, then the call fails on it
+	{field: "task.statusMessage"},
 	{field: "sse.request.method"}, // logged
 	{field: "http.body"},
 	{field: "http.content-type"},
@@ -104,6 +110,8 @@ var printPaths = []struct {
 	{"call result", []string{"call", "result"}, ""},
 	{"call result --arg", []string{"call", "result", "--arg", "x=1"}, ""},
 	{"call result --json", []string{"call", "result", "--json"}, ""},
+	{"call task", []string{"call", "task", "--plain"}, ""},
+	{"call task --json", []string{"call", "task", "--plain", "--json"}, ""},
 	{"check form", []string{"check", "--tool", "form"}, ""},
 	{"check form --json", []string{"check", "--tool", "form", "--json"}, ""},
 	{"check url", []string{"check", "--tool", "url"}, ""},
@@ -161,15 +169,23 @@ func rawUnsafe(out string) string {
 func startHostile(t *testing.T, field, tag string) string {
 	t.Helper()
 	h := &hostile{field: field, text: hostileText(tag)}
+	if field != "tls.dnsname" {
+		return serveHostile(t, h)
+	}
 	ts := httptest.NewUnstartedServer(h)
 	ts.Config.ErrorLog = log.New(io.Discard, "", 0)
-	if field == "tls.dnsname" {
-		ts.TLS = &tls.Config{Certificates: []tls.Certificate{hostileCert(t, hostileASCII(tag))}}
-		ts.StartTLS()
-		t.Cleanup(ts.Close)
-		_, port, _ := net.SplitHostPort(ts.Listener.Addr().String())
-		return "https://localhost:" + port + "/mcp"
-	}
+	ts.TLS = &tls.Config{Certificates: []tls.Certificate{hostileCert(t, hostileASCII(tag))}}
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	_, port, _ := net.SplitHostPort(ts.Listener.Addr().String())
+	return "https://localhost:" + port + "/mcp"
+}
+
+// serveHostile serves h over http on loopback and returns its endpoint.
+func serveHostile(t *testing.T, h *hostile) string {
+	t.Helper()
+	ts := httptest.NewUnstartedServer(h)
+	ts.Config.ErrorLog = log.New(io.Discard, "", 0)
 	ts.Start()
 	t.Cleanup(ts.Close)
 	h.origin = ts.URL
@@ -285,6 +301,7 @@ func (h *hostile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			{"name": "form", "description": "asks a form", "inputSchema": map[string]any{"type": "object"}},
 			{"name": "url", "description": "asks to open a page", "inputSchema": map[string]any{"type": "object"}},
 			{"name": "sample", "description": "asks for a model reply", "inputSchema": map[string]any{"type": "object"}},
+			{"name": "task", "description": "runs as a task", "inputSchema": map[string]any{"type": "object"}},
 			{"name": "result", "description": "answers at once", "annotations": map[string]any{"readOnlyHint": true},
 				"inputSchema": map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{"type": "integer"}}}},
 			{"name": h.pick("tool.name", "other"), "title": h.pick("tool.title", "Other"),
@@ -297,6 +314,10 @@ func (h *hostile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.reply(w, req.ID, h.result(map[string]any{"tools": tools}), nil)
 	case "tools/call":
 		h.call(w, req.ID, req.Params.Name, req.Params.InputResponses)
+	case "tasks/get":
+		h.reply(w, req.ID, h.result(h.task("completed")), nil)
+	case "tasks/cancel":
+		h.reply(w, req.ID, h.result(map[string]any{}), nil)
 	default:
 		h.reply(w, req.ID, nil, &rpcErr{Code: -32601, Message: "method not found"})
 	}
@@ -313,6 +334,10 @@ func (h *hostile) call(w http.ResponseWriter, id json.RawMessage, name string, a
 		w.WriteHeader(http.StatusBadRequest)
 		h.reply(w, id, nil, &rpcErr{Code: -32021, Message: "Missing required client capability",
 			Data: map[string]any{"requiredCapabilities": map[string]any{"experimental": map[string]any{h.text: map[string]any{}}}}})
+		return
+	}
+	if name == "task" {
+		h.reply(w, id, h.result(h.task("working")), nil)
 		return
 	}
 	key := h.pick("input.key", "ask")
@@ -378,6 +403,24 @@ func (h *hostile) call(w http.ResponseWriter, id json.RawMessage, name string, a
 	h.reply(w, id, h.result(res), nil)
 }
 
+// task is the task the "task" tool's call becomes (tasks extension): a
+// CreateTaskResult while status is "working", the tasks/get answer with
+// the tool's result once "completed". The hostile text may be its id,
+// its status (the tasks/get one) or its status message.
+func (h *hostile) task(status string) map[string]any {
+	m := map[string]any{"taskId": h.pick("task.id", "7461736b2d6f662d7468652d686f7374"),
+		"status": status, "statusMessage": h.pick("task.statusMessage", "Exporting"),
+		"createdAt": "2026-07-28T09:00:00.000Z", "lastUpdatedAt": "2026-07-28T09:00:00.000Z", "pollIntervalMs": 1}
+	switch status {
+	case "working":
+		m["resultType"] = "task"
+	case "completed":
+		m["status"] = h.pick("task.status", "completed")
+		m["result"] = map[string]any{"content": []map[string]any{{"type": "text", "text": "done"}}}
+	}
+	return m
+}
+
 // result adds what every result carries, serverInfo included.
 func (h *hostile) result(m map[string]any) map[string]any {
 	if _, ok := m["resultType"]; !ok {
@@ -407,4 +450,86 @@ func (h *hostile) reply(w http.ResponseWriter, id json.RawMessage, result any, e
 		msg["result"] = result
 	}
 	_ = json.NewEncoder(w).Encode(msg)
+}
+
+// TestTaskStatusCapped: a hostile server's task status message of a
+// megabyte, of ten thousand lines, of wide characters or of escapes is
+// shown as one line of at most maxStatusColumns columns ending in "…",
+// in line mode (stdout) and with --json (stderr) alike.
+func TestTaskStatusCapped(t *testing.T) {
+	messages := map[string]struct{ msg, shown string }{ // shown: how the message starts on screen
+		"1 MB":         {strings.Repeat("A", 1<<20), "AAAA"},
+		"10,000 lines": {strings.Repeat("line of a status\n", 10000), `line of a status\nline`},
+		"wide":         {strings.Repeat("日本", 50000), "日本日本"},
+		"escapes":      {strings.Repeat("\x1b[2J\u202e", 50000), `\x1b[2J\u202e\x1b`},
+	}
+	for name, m := range messages {
+		msg := m.msg
+		for _, asJSON := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s json=%v", name, asJSON), func(t *testing.T) {
+				endpoint := serveHostile(t, &hostile{field: "task.statusMessage", text: msg})
+				args := []string{"call", "task", "--plain", "--url", endpoint, "--token", "alice"}
+				if asJSON {
+					args = append(args, "--json")
+				}
+				code, out, errOut := elicit(t, "", args...)
+				view := out
+				if asJSON {
+					view = errOut
+				}
+				if code != exitOK || len(view) > 2000 {
+					t.Fatalf("exit %d, %d bytes shown (stdout %d, stderr %d bytes)", code, len(view), len(out), len(errOut))
+				}
+				if bad := rawUnsafe(view); bad != "" {
+					t.Fatalf("the view carries %s raw", bad)
+				}
+				var status []string
+				for _, l := range strings.Split(view, "\n") {
+					if strings.HasPrefix(l, "Task ") {
+						status = append(status, l)
+					}
+				}
+				want := []string{"Task working: ", "Task completed: "}
+				if len(status) != len(want) {
+					t.Fatalf("status lines %q, want %d", status, len(want))
+				}
+				for i, l := range status {
+					if !strings.HasPrefix(l, want[i]+m.shown) || !strings.HasSuffix(l, "…") || columnsOf(l) > maxStatusColumns {
+						t.Errorf("status line of %d columns: %q; want %q… cut to at most %d columns", columnsOf(l), l, want[i], maxStatusColumns)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestTaskStatusCappedOnTerminal: the status line rewritten in place is
+// cut to maxStatusColumns too, and to the terminal's width when smaller
+// (the width may be unknown: 0).
+func TestTaskStatusCappedOnTerminal(t *testing.T) {
+	msg := strings.Repeat("A", 1<<20)
+	for _, tc := range []struct{ cols, want int }{{0, maxStatusColumns}, {80, 79}, {1000, maxStatusColumns}} {
+		var out strings.Builder
+		v := &waitView{out: &out, tty: true, cols: func() int { return tc.cols }, quit: make(chan struct{})}
+		v.onTask(mcpclient.TaskUpdate{TaskID: "t1", Status: mcp.TaskWorking, StatusMessage: msg, Polls: 1})
+		line, ok := strings.CutPrefix(out.String(), "\r\x1b[K")
+		if !ok || strings.Contains(line, "\n") || columnsOf(line) != tc.want || !strings.HasSuffix(line, "…") {
+			t.Errorf("%d columns: %q; want %d columns ending in …", tc.cols, out.String(), tc.want)
+		}
+	}
+}
+
+// TestTaskStatusCapDocumented: the help and docs/elicit.md give the cap
+// the code applies.
+func TestTaskStatusCapDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/elicit.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("cut to %d columns", maxStatusColumns)
+	for name, text := range map[string]string{"elicit --help": usage, "docs/elicit.md": string(doc)} {
+		if !strings.Contains(strings.Join(strings.Fields(text), " "), want) {
+			t.Errorf("%s does not say the status line is %s", name, want)
+		}
+	}
 }

@@ -43,8 +43,9 @@
 // A tool may run as a task of the tasks extension (io.modelcontextprotocol/tasks,
 // which call declares): elicit follows it, shows its id and then its
 // status and statusMessage (one updating line in interactive mode, a
-// line per change otherwise; with --json on stderr), and answers its
-// questions like any others. Esc (interactive mode) or Ctrl-C cancels it;
+// line per change otherwise; with --json on stderr; escaped and cut to
+// maxStatusColumns in every mode), and answers its questions like any
+// others. Esc (interactive mode) or Ctrl-C cancels it;
 // a second Ctrl-C while the server is being told quits at once (exit 3).
 //
 // When stdin and stdout are terminals, questions are terminal forms;
@@ -149,6 +150,27 @@ const usage = `usage:
   --open        open an accepted URL or sign-in page in the system browser
                 (xdg-open/open); without it the URL is printed for you to open
   --plain       line mode even on a terminal
+
+Tasks: call declares the tasks extension (io.modelcontextprotocol/tasks),
+so a server may run the call as a task. elicit then prints the task's id
+and a status line: the task's status and the server's message, escaped
+like all server text and cut to 200 columns. On a terminal the line is
+updated in place (cut to its width); with --plain or off a terminal each
+change is a line; with --json the lines go to stderr. The task's questions
+are asked as in any call. Esc (on a terminal, without --plain) or Ctrl-C
+cancels the task: elicit sends tasks/cancel, prints "Cancelled." once the
+server acknowledged, and exits 4; a second Ctrl-C meanwhile quits at once
+(exit 3).
+
+Exit status (elicit check has its own: elicit check -h):
+  0  success
+  1  the tool reported an error (isError); its text was printed
+  2  usage error
+  3  the call failed (server down or not MCP, another protocol version,
+     HTTP 401/403 or a failed sign-in, a client capability the server
+     needs, a refused or declined sampling or roots request) or was
+     interrupted by a Ctrl-C that had no task or wait to cancel
+  4  you cancelled the task the call became (Esc or Ctrl-C)
 `
 
 // run is the whole program; it returns the exit status.

@@ -6,8 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/token"
 	"io"
+	"path/filepath"
 	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -232,4 +238,99 @@ func TestURLUserinfoRefused(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestHelpListsExitCodes: the help of elicit and of each of its commands
+// lists, under "Exit status", every exit code the package defines, each
+// with its meaning; elicit check's help lists the codes check.go
+// returns. No help lists a code the package does not define. A new exit
+// code fails here until the help says what it means.
+func TestHelpListsExitCodes(t *testing.T) {
+	defined := exitCodes(t, "")
+	if len(defined) < 5 {
+		t.Fatalf("found only the exit codes %v", defined)
+	}
+	for _, tc := range []struct {
+		args []string
+		want []int
+	}{
+		{[]string{"--help"}, defined},
+		{[]string{"call", "--help"}, defined},
+		{[]string{"tools", "-h"}, defined},
+		{[]string{"login", "-h"}, defined},
+		{[]string{"logout", "-h"}, defined},
+		{[]string{"check", "--help"}, exitCodes(t, "check.go")},
+	} {
+		var stdout strings.Builder
+		if code := run(context.Background(), tc.args, strings.NewReader(""), &stdout, io.Discard); code != exitOK {
+			t.Fatalf("elicit %q: exit %d", tc.args, code)
+		}
+		listed := listedExitCodes(stdout.String())
+		if !slices.Equal(listed, tc.want) {
+			t.Errorf("elicit %q lists the exit codes %v, want %v:\n%s", tc.args, listed, tc.want, stdout.String())
+		}
+	}
+}
+
+// exitCodes returns, in order, the values of the exit… constants of the
+// package (test files left out), or of those file names.
+func exitCodes(t *testing.T, file string) []int {
+	t.Helper()
+	fset, files := parseFiles(t, ".")
+	values := map[string]int{}
+	for _, f := range files {
+		for _, d := range f.Decls {
+			if gd, ok := d.(*ast.GenDecl); ok && gd.Tok == token.CONST {
+				for _, spec := range gd.Specs {
+					vs := spec.(*ast.ValueSpec)
+					for i, id := range vs.Names {
+						if !regexp.MustCompile(`^exit[A-Z]`).MatchString(id.Name) || i >= len(vs.Values) {
+							continue
+						}
+						lit, ok := vs.Values[i].(*ast.BasicLit)
+						if !ok || lit.Kind != token.INT {
+							t.Fatalf("%s is not an integer literal", id.Name)
+						}
+						values[id.Name], _ = strconv.Atoi(lit.Value)
+					}
+				}
+			}
+		}
+	}
+	var codes []int
+	for _, f := range files {
+		if file != "" && filepath.Base(fset.Position(f.Pos()).Filename) != file {
+			continue
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok {
+				if v, ok := values[id.Name]; ok && !slices.Contains(codes, v) {
+					codes = append(codes, v)
+				}
+			}
+			return true
+		})
+	}
+	slices.Sort(codes)
+	return codes
+}
+
+// listedExitCodes returns the codes help lists under its "Exit status"
+// heading: lines "  N  meaning", up to the next blank line.
+func listedExitCodes(help string) []int {
+	_, after, ok := strings.Cut(help, "\nExit status")
+	if !ok {
+		return nil
+	}
+	var codes []int
+	for _, l := range strings.Split(after, "\n")[1:] {
+		if strings.TrimSpace(l) == "" {
+			break
+		}
+		if m := regexp.MustCompile(`^  (\d+)  \S`).FindStringSubmatch(l); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			codes = append(codes, n)
+		}
+	}
+	return codes
 }

@@ -81,18 +81,29 @@ func (v *waitView) onTask(u mcpclient.TaskUpdate) {
 	}
 }
 
-// showTask shows the task's status line: rewritten in place on a
-// terminal (cut to its width), a line of its own otherwise. v.mu held.
+// maxStatusColumns caps a task's status line in every mode (terminal,
+// line mode, --json's stderr): the status and message are the server's,
+// and one update may be a megabyte or ten thousand lines long.
+const maxStatusColumns = 200
+
+// showTask shows the task's status line, escaped (one line) and cut to
+// maxStatusColumns: rewritten in place on a terminal (cut to its width
+// too), a line of its own otherwise. v.mu held.
 func (v *waitView) showTask(u mcpclient.TaskUpdate) {
 	line := "Task " + termtext.Line(string(u.Status))
 	if u.StatusMessage != "" {
 		line += ": " + termtext.Line(u.StatusMessage)
 	}
+	limit := maxStatusColumns
+	if w := v.cols() - 1; v.tty && w > 0 {
+		limit = min(limit, w)
+	}
+	line = fitColumns(line, limit)
 	if !v.tty {
 		fmt.Fprintln(v.out, line)
 		return
 	}
-	fmt.Fprint(v.out, "\r\x1b[K"+fitColumns(line, v.cols()-1))
+	fmt.Fprint(v.out, "\r\x1b[K"+line)
 	v.open = true
 }
 
