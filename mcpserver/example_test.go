@@ -244,3 +244,14 @@ func ExampleObserver() {
 	// tools/call greet round=1 outcome=declined
 	// true No name, no greeting.
 }
+
+// ExampleOutcomes pre-declares a metric's outcome labels, so every
+// series shows from the start, at 0; the slice is the caller's own.
+func ExampleOutcomes() {
+	counts := map[mcpserver.Outcome]int{}
+	for _, o := range mcpserver.Outcomes() {
+		counts[o] = 0
+	}
+	fmt.Println(len(counts), counts[mcpserver.OutcomeLeaseLost])
+	// Output: 13 0
+}
