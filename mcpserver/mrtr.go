@@ -8,7 +8,8 @@ import (
 	"errors"
 	"fmt"
 	jsonv2 "github.com/go-json-experiment/json"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/mcp-elicit/elicit/elicit"
@@ -65,6 +66,10 @@ type issued struct {
 	reasks byte            // how often this key was asked again after an invalid answer
 	schema json.RawMessage // form mode only
 	parsed *elicit.Schema
+	// wire is, in a task, the key the question went out under: the
+	// handler's key the first time, another one when the task used that
+	// key before (taskKeys). "" in MRTR, where it is the handler's key.
+	wire string
 }
 
 // MaxReasks is how often the library lets a handler ask the same form
@@ -725,38 +730,76 @@ func (s *Server) tooManyCorrections(in *transport.Incoming, key, problem string)
 }
 
 // Payload layout: uvarint(n) then n × (uvarint(len key) key kindByte
-// [uvarint(len schema) schema]) then the application state. kindByte holds
-// the kind in its low nibble and the re-ask count in its high nibble, so
-// states sealed before re-asks were counted still read (count 0).
+// [uvarint(len schema) schema] [uvarint(len wire) wire]) then the
+// application state. kindByte holds the kind in its low nibble, the
+// re-ask count in bits 4-6, and in bit 7 whether the wire key follows
+// (tasks only), so states sealed before re-asks were counted still read
+// (count 0). An entry of kind kindUsed is no question: its key is one a
+// task has used on the wire (tasks only).
 func encodePayload(a *InputRequired) []byte { return encodeAsked(a.issued, a.state) }
 
 // encodeAsked is encodePayload of the questions issued and the state.
 func encodeAsked(issued map[string]issued, state []byte) []byte {
-	keys := make([]string, 0, len(issued))
-	for k := range issued {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	n := 1 + len(state)
+	return encodeTaskAsked(issued, nil, state)
+}
+
+const (
+	// kindUsed marks a payload entry that names a key a task has used.
+	kindUsed byte = 0x0f
+	// flagWire marks a payload entry followed by its key on the wire.
+	flagWire byte = 0x80
+)
+
+// encodeTaskAsked is encodeAsked with the wire keys a task has used.
+func encodeTaskAsked(issued map[string]issued, used map[string]bool, state []byte) []byte {
+	keys := slices.Sorted(maps.Keys(issued))
+	usedKeys := slices.Sorted(maps.Keys(used))
+	n := 2 + len(state)
 	for _, k := range keys {
-		n += 2 + len(k) + 1 + len(issued[k].schema) + 2
+		n += 2 + len(k) + 1 + len(issued[k].schema) + 2 + len(issued[k].wire) + 2
+	}
+	for _, k := range usedKeys {
+		n += 2 + len(k) + 1
 	}
 	b := make([]byte, 0, n)
-	b = binary.AppendUvarint(b, uint64(len(keys)))
+	b = binary.AppendUvarint(b, uint64(len(keys)+len(usedKeys)))
 	for _, k := range keys {
 		is := issued[k]
 		b = binary.AppendUvarint(b, uint64(len(k)))
 		b = append(b, k...)
-		b = append(b, is.kind|is.reasks<<4)
+		kb := is.kind | is.reasks<<4
+		if is.wire != "" {
+			kb |= flagWire
+		}
+		b = append(b, kb)
 		if is.kind == kindForm {
 			b = binary.AppendUvarint(b, uint64(len(is.schema)))
 			b = append(b, is.schema...)
 		}
+		if is.wire != "" {
+			b = binary.AppendUvarint(b, uint64(len(is.wire)))
+			b = append(b, is.wire...)
+		}
+	}
+	for _, k := range usedKeys {
+		b = binary.AppendUvarint(b, uint64(len(k)))
+		b = append(b, k...)
+		b = append(b, kindUsed)
 	}
 	return append(b, state...)
 }
 
 func decodePayload(b []byte) (map[string]issued, []byte, bool) {
+	iss, _, state, ok := decodeTaskPayload(b)
+	return iss, state, ok
+}
+
+// maxPayloadEntries bounds the entries of a payload: questions and the
+// keys a task has used (Options.MaxRounds rounds of them).
+const maxPayloadEntries = 1 << 14
+
+// decodeTaskPayload is decodePayload with the wire keys a task has used.
+func decodeTaskPayload(b []byte) (map[string]issued, map[string]bool, []byte, bool) {
 	readBytes := func() ([]byte, bool) {
 		l, n := binary.Uvarint(b)
 		if n <= 0 || uint64(len(b)-n) < l {
@@ -767,22 +810,41 @@ func decodePayload(b []byte) (map[string]issued, []byte, bool) {
 		return v, true
 	}
 	count, n := binary.Uvarint(b)
-	if n <= 0 || count > 1024 {
-		return nil, nil, false
+	if n <= 0 || count > maxPayloadEntries {
+		return nil, nil, nil, false
 	}
 	b = b[n:]
-	iss := make(map[string]issued, count)
+	iss := make(map[string]issued, min(count, 64))
+	var used map[string]bool
 	for i := uint64(0); i < count; i++ {
 		k, ok := readBytes()
 		if !ok || len(b) < 1 {
-			return nil, nil, false
+			return nil, nil, nil, false
 		}
-		is := issued{kind: b[0] & 0x0f, reasks: b[0] >> 4}
+		kb := b[0]
 		b = b[1:]
+		if kb&0x0f == kindUsed {
+			if kb != kindUsed {
+				return nil, nil, nil, false
+			}
+			if used == nil {
+				used = map[string]bool{}
+			}
+			used[string(k)] = true
+			continue
+		}
+		is := issued{kind: kb & 0x0f, reasks: kb >> 4 & 0x07}
 		if is.kind == kindForm {
 			if is.schema, ok = readBytes(); !ok {
-				return nil, nil, false
+				return nil, nil, nil, false
 			}
+		}
+		if kb&flagWire != 0 {
+			w, ok := readBytes()
+			if !ok || len(w) == 0 {
+				return nil, nil, nil, false
+			}
+			is.wire = string(w)
 		}
 		iss[string(k)] = is
 	}
@@ -790,7 +852,7 @@ func decodePayload(b []byte) (map[string]issued, []byte, bool) {
 	if len(b) > 0 {
 		state = b
 	}
-	return iss, state, true
+	return iss, used, state, true
 }
 
 // checkResponses refuses, with -32602, an answer to a request this server

@@ -276,10 +276,28 @@ func FuzzDecodePayload(f *testing.F) {
 	f.Add(encodePayload(a))
 	f.Add([]byte{0})
 	f.Add([]byte{200, 1})
+	task := a.issued
+	u := task["u"]
+	u.wire, u.reasks = "u#2", 1
+	task["u"] = u
+	f.Add(encodeTaskAsked(task, map[string]bool{"u": true, "u#2": true}, []byte("app")))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		iss, _, ok := decodePayload(b)
-		if ok && len(iss) > 1024 {
+		iss, used, state, ok := decodeTaskPayload(b)
+		if !ok {
+			return
+		}
+		if len(iss)+len(used) > maxPayloadEntries {
 			t.Fatal("too many entries accepted")
+		}
+		// What reads, writes back to what reads the same.
+		iss2, used2, state2, ok := decodeTaskPayload(encodeTaskAsked(iss, used, state))
+		if !ok || len(iss2) != len(iss) || len(used2) != len(used) || string(state2) != string(state) {
+			t.Fatalf("round trip: %v %v %q, then %v %v %q", iss, used, state, iss2, used2, state2)
+		}
+		for k, is := range iss {
+			if got := iss2[k]; got.kind != is.kind || got.reasks != is.reasks || got.wire != is.wire || string(got.schema) != string(is.schema) {
+				t.Fatalf("round trip of %q: %+v, then %+v", k, is, got)
+			}
 		}
 	})
 }

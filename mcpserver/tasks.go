@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime/debug"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -665,21 +668,71 @@ func (s *Server) settleAsk(rt *tasks, in *transport.Incoming, req *Request, a *I
 		}
 		requests[k] = b
 	}
-	asked := encodePayload(a)
 	stateOnly := len(requests) == 0
 	msg := cleanStatusMessage(a.status)
 	return func(t *store.Task) error {
 		if t.Status != mcp.TaskWorking {
 			return errNoChange
 		}
-		t.Round, t.Asked, t.Responses, t.UpdatedAt = req.Round+1, asked, nil, rt.now().UTC()
+		// The questions go out under keys the task has not used: the
+		// record's, so every instance agrees.
+		_, used, _, _ := decodeTaskPayload(t.Asked)
+		used = maps.Clone(used)
+		if used == nil {
+			used = map[string]bool{}
+		}
+		iss := maps.Clone(a.issued)
+		pending := make(map[string]json.RawMessage, len(requests))
+		for k, w := range taskKeys(a.keys, used) {
+			is := iss[k]
+			is.wire = w
+			iss[k] = is
+			pending[w] = requests[k]
+			used[w] = true
+		}
+		t.Round, t.Asked, t.Responses, t.UpdatedAt = req.Round+1, encodeTaskAsked(iss, used, a.state), nil, rt.now().UTC()
 		if stateOnly { // still working, and the run's message stands
 			t.LeaseUntil = rt.leaseEnd(rt.now())
 			return nil
 		}
-		t.Status, t.StatusMessage, t.InputRequests, t.LeaseUntil = mcp.TaskInputRequired, msg, requests, time.Time{}
+		t.Status, t.StatusMessage, t.InputRequests, t.LeaseUntil = mcp.TaskInputRequired, msg, pending, time.Time{}
 		return nil
 	}, stateOnly
+}
+
+// taskKeys returns the key each of a reply's question keys goes out
+// under in a task. The extension wants a key to name one request over a
+// task's whole life, while a handler asks again under its own key (a
+// correction after an invalid answer, or a question asked anew), so a
+// key the task has used (in used) becomes key#2, key#3, … (the first not
+// used and not another question's key). The client answers under these
+// keys; the handler reads the answers under its own. An answer sent
+// again to a question asked before, such as a replayed update whose
+// answer was refused, names a key that is no longer pending and is
+// ignored.
+func taskKeys(keys []string, used map[string]bool) map[string]string {
+	out := make(map[string]string, len(keys))
+	taken := func(w string) bool {
+		_, mine := out[w]
+		return used[w] || mine || slices.Contains(keys, w)
+	}
+	for _, k := range keys {
+		if !used[k] {
+			out[k] = k
+		}
+	}
+	for _, k := range keys {
+		if _, ok := out[k]; ok {
+			continue
+		}
+		for n := 2; ; n++ {
+			if w := k + "#" + strconv.Itoa(n); !taken(w) {
+				out[k] = w
+				break
+			}
+		}
+	}
+	return out
 }
 
 // serveTasks answers tasks/get, tasks/update and tasks/cancel.
@@ -758,16 +811,11 @@ func (s *Server) updateTask(ctx context.Context, rt *tasks, in *transport.Incomi
 		return s.ack(), nil
 	}
 	if rec.Status == mcp.TaskInputRequired {
-		iss, _, ok := decodePayload(rec.Asked)
-		if !ok {
-			return nil, errors.New("task's asked questions unreadable")
+		pending, _, err := pendingQuestions(rec)
+		if err != nil {
+			return nil, err
 		}
-		for k := range iss {
-			if _, pending := rec.InputRequests[k]; !pending {
-				delete(iss, k)
-			}
-		}
-		if err := checkResponses(iss, in.InputResponses); err != nil {
+		if err := checkResponses(pending, in.InputResponses); err != nil {
 			return nil, err
 		}
 	}
@@ -775,16 +823,21 @@ func (s *Server) updateTask(ctx context.Context, rt *tasks, in *transport.Incomi
 		if t.Status != mcp.TaskInputRequired {
 			return errNoChange
 		}
+		_, handlerKey, err := pendingQuestions(t)
+		if err != nil {
+			return err
+		}
 		changed := false
-		for k, v := range in.InputResponses {
-			if _, pending := t.InputRequests[k]; !pending || len(v) == 0 || string(v) == "null" {
+		for w, v := range in.InputResponses {
+			k, pending := handlerKey[w]
+			if !pending || len(v) == 0 || string(v) == "null" {
 				continue
 			}
 			if t.Responses == nil {
 				t.Responses = map[string]json.RawMessage{}
 			}
 			t.Responses[k] = cloneBytes(v)
-			delete(t.InputRequests, k)
+			delete(t.InputRequests, w)
 			changed = true
 		}
 		if !changed {
@@ -808,6 +861,26 @@ func (s *Server) updateTask(ctx context.Context, rt *tasks, in *transport.Incomi
 		s.launch(rt, updated.ID, updated.LeaseUntil)
 	}
 	return s.ack(), nil
+}
+
+// pendingQuestions returns the questions t still waits for, by the key
+// the client answers under, and the handler's key for each of them.
+func pendingQuestions(t *store.Task) (questions map[string]issued, handlerKey map[string]string, err error) {
+	iss, _, _, ok := decodeTaskPayload(t.Asked)
+	if !ok {
+		return nil, nil, errors.New("task's asked questions unreadable")
+	}
+	questions, handlerKey = map[string]issued{}, map[string]string{}
+	for k, is := range iss {
+		w := is.wire
+		if w == "" { // asked before tasks had keys of their own
+			w = k
+		}
+		if _, pending := t.InputRequests[w]; pending {
+			questions[w], handlerKey[w] = is, k
+		}
+	}
+	return questions, handlerKey, nil
 }
 
 // cancelTask ends a live task as cancelled and cancels its run's context

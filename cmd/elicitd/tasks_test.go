@@ -375,3 +375,71 @@ func raceCancelAndAnswer(t *testing.T, e *reportsEnv) {
 	}
 	t.Logf("%d races: %d cancelled, %d completed", races, cancelled, completed)
 }
+
+// TestExportAndSendRefusedAnswerReplayed: export_and_send refuses a
+// recipient that is not an e-mail address and asks again; the client
+// sends that tasks/update again (its acknowledgement was lost), five
+// times, then 30 times at once. Each is acknowledged and ignored: the
+// task still waits for the corrected question, one correction used, so
+// a second refused answer is corrected once more instead of ending the
+// task; a valid answer then sends once. On SQLite, and on PostgreSQL
+// when ELICIT_TEST_POSTGRES_DSN is set.
+func TestExportAndSendRefusedAnswerReplayed(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { replayRefusedRecipient(t, newReportsEnv(t)) })
+	t.Run("postgres", func(t *testing.T) {
+		if os.Getenv("ELICIT_TEST_POSTGRES_DSN") == "" {
+			t.Skip("set ELICIT_TEST_POSTGRES_DSN to run it on PostgreSQL")
+		}
+		replayRefusedRecipient(t, newReportsEnv(t, func(c *config) { c.storeURL = pgtest.SchemaDSN(t) }))
+	})
+}
+
+func replayRefusedRecipient(t *testing.T, e *reportsEnv) {
+	const bad = `{"action":"accept","content":{"recipient":"not-an-address"}}`
+	id := e.startExportTask(t, "alice")
+	e.awaitTask(t, "alice", id, "input_required")
+	pending := func() []string {
+		t.Helper()
+		e.app.mcp.WaitTasks()
+		g := e.awaitTask(t, "alice", id, "input_required")
+		reqs, _ := g.Result["inputRequests"].(map[string]any)
+		keys := make([]string, 0, len(reqs))
+		for k := range reqs {
+			keys = append(keys, k)
+		}
+		return keys
+	}
+	e.answerTask(t, "alice", id, bad)
+	first := pending() // corrected: asks again
+	for range 5 {
+		e.answerTask(t, "alice", id, bad)
+		e.app.mcp.WaitTasks()
+	}
+	var wg sync.WaitGroup
+	for range 30 {
+		wg.Go(func() { e.answerTask(t, "alice", id, bad) })
+	}
+	wg.Wait()
+	if keys := pending(); len(keys) != 1 || keys[0] != first[0] || keys[0] == reports.KeyRecipient {
+		t.Fatalf("after 35 replays: keys %v, want %v, a key of its own", keys, first)
+	}
+	update := func(key, answer string) {
+		t.Helper()
+		r := e.task("alice", "tasks/update", id, `"inputResponses":{"`+key+`":`+answer+`},`)
+		if r.Status != 200 || r.resultType() != "complete" {
+			t.Fatalf("tasks/update: %s", r.Raw)
+		}
+	}
+	update(first[0], bad) // the second correction, still there
+	second := pending()
+	if len(second) != 1 || second[0] == first[0] {
+		t.Fatalf("the second correction: keys %v", second)
+	}
+	update(second[0], recipientAnswer)
+	e.app.mcp.WaitTasks()
+	taskResult(t, e.awaitTask(t, "alice", id, "completed")).wantComplete(t, false, "")
+	sends, err := e.app.sweeper.st.ListRecords(t.Context(), reports.KindSend, "alice") // the store elicitd runs on
+	if err != nil || len(sends) != 1 {
+		t.Fatalf("sends: %d, %v; want 1", len(sends), err)
+	}
+}

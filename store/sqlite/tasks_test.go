@@ -50,3 +50,15 @@ func TestTaskLeaseLost(t *testing.T) {
 	defer st.Close()
 	tasktest.LeaseLost(t, st)
 }
+
+// TestTaskRefusedAnswerReplayed: a replayed update whose answer the task
+// refused is ignored on every instance of the database file; no
+// correction is used up.
+func TestTaskRefusedAnswerReplayed(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "elicit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tasktest.RefusedAnswerReplayed(t, st)
+}
