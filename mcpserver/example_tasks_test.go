@@ -215,3 +215,40 @@ func ExampleObserver_tasks() {
 	// tools/call export round=0 outcome=input_required same task: true
 	// tools/call export round=1 outcome=accepted same task: true
 }
+
+// TaskOptions.MaxTasksPerUser bounds how many tasks one user has working
+// or waiting for input at a time (100 unless set). A call that would
+// start one more gets a tool error that says so, and no task; when a
+// task ends there is room again.
+func ExampleTaskOptions_maxTasksPerUser() {
+	started, finish := make(chan struct{}), make(chan struct{})
+	s := mcpserver.New(mcp.Implementation{Name: "exporter", Version: "1.0.0"}, nil)
+	s.EnableTasks(&mcpserver.TaskOptions{MaxTasksPerUser: 1})
+	s.AddToolWith(&mcp.Tool{Name: "export"}, func(ctx context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
+		if req.TaskAllowed() {
+			return mcpserver.RunAsTask(), nil
+		}
+		started <- struct{}{}
+		<-finish // the long work
+		return mcpserver.Text("Exported."), nil
+	}, &mcpserver.HandlerOptions{Tasks: mcpserver.TaskRequired})
+	srv := httptest.NewServer(streamhttp.NewHandler(s, nil))
+	defer srv.Close()
+	c := mcpclient.New(srv.URL, &mcpclient.Options{Extensions: map[string]json.RawMessage{mcp.ExtensionTasks: nil}})
+
+	var wg sync.WaitGroup
+	wg.Go(func() { // the first task, followed to its end
+		if r, err := c.CallTool(context.Background(), "export", nil); err == nil {
+			fmt.Println("first:", r.Content[0].Text)
+		}
+	})
+	<-started
+	if r, err := c.CallTool(context.Background(), "export", nil); err == nil && r.IsError {
+		fmt.Println("second:", r.Content[0].Text)
+	}
+	close(finish)
+	wg.Wait()
+	// Output:
+	// second: Not started: you have 1 task in progress (working or waiting for your input), and 1 is the most one user may have at a time. When one of them finishes, or you cancel one, there is room again; then make the call again.
+	// first: Exported.
+}

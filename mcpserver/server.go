@@ -91,9 +91,9 @@
 //   - A handler's side: Handler, Request, Reply (Text, ToolResult,
 //     ToolError, PromptResult, ResourceResult), InputRequired and Ask,
 //     MissingCapability, RestartReason, MaxReasks.
-//   - Extensions and tasks: AddExtension; EnableTasks, TaskOptions,
-//     TaskSupport, RunAsTask, WaitTasks, SweepTasks; TaskStore,
-//     MemoryTaskStore (records are store.Task).
+//   - Extensions and tasks: AddExtension; EnableTasks, TaskOptions
+//     (DefaultMaxTasksPerUser), TaskSupport, RunAsTask, WaitTasks,
+//     SweepTasks; TaskStore, MemoryTaskStore (records are store.Task).
 //   - Failures: ErrUnavailable, ReasonStorageFull.
 //   - Observation for audit and metrics: Observer, Round, Outcome, Outcomes.
 package mcpserver

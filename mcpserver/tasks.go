@@ -59,6 +59,15 @@ type TaskOptions struct {
 	// write (its renewal, a status message, its outcome): its context
 	// ends and nothing it returns is stored. 0 means 30 seconds.
 	Lease time.Duration
+	// MaxTasksPerUser is how many live tasks (working or input_required,
+	// not expired) one user may have; a tools/call that would start
+	// another gets a tool result with isError that says so, and no task
+	// is created. Tasks of the same principal count together, on every
+	// instance sharing the Store; without authentication all callers are
+	// one principal (""), so the limit is the server's. 0 means 100,
+	// negative means no limit. The Store enforces it atomically
+	// (TaskStore.CreateTask): concurrent calls never take a user past it.
+	MaxTasksPerUser int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Ledger, when set, makes tasks/cancel and a handler's effect
@@ -78,6 +87,9 @@ type TaskOptions struct {
 	Ledger store.Ledger
 }
 
+// DefaultMaxTasksPerUser is TaskOptions.MaxTasksPerUser when it is 0.
+const DefaultMaxTasksPerUser = 100
+
 // TaskCancelOutcome is the store.Operation.Outcome that tasks/cancel
 // records under a task's operation id when TaskOptions.Ledger is set. A
 // handler that finds it recorded was cancelled before its effect.
@@ -88,6 +100,7 @@ const TaskCancelOutcome = "task_cancelled"
 type tasks struct {
 	store   TaskStore
 	ledger  store.Ledger
+	limit   int // live tasks per user; 0: none
 	ttl     time.Duration
 	poll    time.Duration
 	lease   time.Duration
@@ -191,6 +204,12 @@ func (s *Server) EnableTasks(o *TaskOptions) {
 	}
 	if t.lease <= 0 {
 		t.lease = 30 * time.Second
+	}
+	switch t.limit = opts.MaxTasksPerUser; {
+	case t.limit == 0:
+		t.limit = DefaultMaxTasksPerUser
+	case t.limit < 0:
+		t.limit = 0
 	}
 	if t.now == nil {
 		t.now = time.Now
@@ -335,12 +354,32 @@ func (s *Server) startTask(ctx context.Context, c *call, req *Request) (any, err
 			}
 		}
 	}
-	if err := rt.store.CreateTask(ctx, rec); err != nil {
+	if err := rt.store.CreateTask(ctx, rec, rt.limit); err != nil {
+		if over := (*store.TaskLimitError)(nil); errors.As(err, &over) {
+			s.log.Info("mcpserver: task not started: the user has too many live tasks", "tool", c.in.Name, "live", over.Live, "limit", over.Limit)
+			return s.taskLimitResult(over), nil
+		}
 		return nil, err
 	}
 	c.ri.taskID = rec.ID
 	s.launch(rt, rec.ID, rec.LeaseUntil)
 	return &mcp.CreateTaskResult{ResultType: mcp.ResultTypeTask, Task: rt.wire(rec), Meta: s.serverMeta()}, nil
+}
+
+// taskLimitResult answers a call that would take its user past
+// TaskOptions.MaxTasksPerUser: a tool error, since the call was sound and
+// may work later (server/tools.mdx §Error Handling; the 2025-11-25 tasks
+// page asked servers to limit concurrent tasks per requestor), in words
+// for the user and the model: how many tasks they have, and what frees
+// room.
+func (s *Server) taskLimitResult(over *store.TaskLimitError) *mcp.CallToolResult {
+	tasks := "tasks"
+	if over.Live == 1 {
+		tasks = "task"
+	}
+	text := fmt.Sprintf("Not started: you have %d %s in progress (working or waiting for your input), and %d is the most one user may have at a time. "+
+		"When one of them finishes, or you cancel one, there is room again; then make the call again.", over.Live, tasks, over.Limit)
+	return &mcp.CallToolResult{ResultType: mcp.ResultTypeComplete, Content: []mcp.Content{mcp.TextContent(text)}, IsError: true, Meta: s.serverMeta()}
 }
 
 func (rt *tasks) wire(rec *store.Task) mcp.Task {

@@ -84,7 +84,7 @@ func TestTaskErrors(t *testing.T) {
 		past := time.Now().Add(-2 * time.Hour).UTC()
 		if err := rs.CreateTask(context.Background(), &store.Task{ID: expired, Principal: "alice", Tool: "two_questions",
 			Capabilities: json.RawMessage(tasksCaps), Status: mcp.TaskInputRequired, CreatedAt: past, UpdatedAt: past,
-			ExpiresAt: past.Add(time.Hour), OperationID: strings.Repeat("ab", 16)}); err != nil {
+			ExpiresAt: past.Add(time.Hour), OperationID: strings.Repeat("ab", 16)}, 0); err != nil {
 			t.Fatal(err)
 		}
 		ids := []string{live, completed, failed, cancelled, expired}

@@ -511,7 +511,7 @@ func TestTaskTakeover(t *testing.T) {
 		orphan := func(id string, lease time.Time) {
 			err := ts.CreateTask(context.Background(), &store.Task{ID: id, Principal: "alice", Tool: "two_questions",
 				Capabilities: json.RawMessage(tasksCaps), Status: mcp.TaskWorking, CreatedAt: now, UpdatedAt: now,
-				ExpiresAt: now.Add(time.Hour), LeaseUntil: lease, OperationID: strings.Repeat("ab", 16)})
+				ExpiresAt: now.Add(time.Hour), LeaseUntil: lease, OperationID: strings.Repeat("ab", 16)}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

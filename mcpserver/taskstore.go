@@ -17,7 +17,13 @@ import (
 // The contract every implementation keeps:
 //
 //   - CreateTask stores a copy of t. store.ErrConflict (possibly wrapped)
-//     when the id is taken; nothing is written then.
+//     when the id is taken; nothing is written then. When limit > 0 and
+//     t.Principal already has limit or more live tasks at t.CreatedAt
+//     (store.Task.Live: working or input_required, not expired), nothing
+//     is written and the error is a *store.TaskLimitError with the count
+//     found. The count and the write are atomic with respect to other
+//     CreateTask calls for the same principal, so concurrent creations
+//     never take a user past the limit. limit <= 0: no limit.
 //   - GetTask returns a copy of the record, or store.ErrNotFound (possibly
 //     wrapped). It does not filter by user or expiry: the server does
 //     (another user's task and an expired one read as unknown).
@@ -38,7 +44,7 @@ import (
 // for equality: it is the token of a run's lease. Other errors mean the store could not be reached; the
 // client then gets a retryable error when they say so (ErrUnavailable).
 type TaskStore interface {
-	CreateTask(ctx context.Context, t *store.Task) error
+	CreateTask(ctx context.Context, t *store.Task, limit int) error
 	GetTask(ctx context.Context, id string) (*store.Task, error)
 	UpdateTask(ctx context.Context, id string, update func(*store.Task) error) (*store.Task, error)
 	DeleteExpiredTasks(ctx context.Context, now time.Time) (int, error)
@@ -47,22 +53,54 @@ type TaskStore interface {
 // MemoryTaskStore is a TaskStore in this process's memory: tasks live as
 // long as the process, and only this instance sees them. For one
 // instance, tests and examples; several instances need a shared store.
+//
+// It drops expired tasks itself as new ones come, without
+// Server.SweepTasks (which still works): when CreateTask finds the store
+// holding twice as many tasks as its last look left (and at least
+// memorySweepFloor), it deletes those expired at the new task's
+// CreatedAt. That costs O(1) per task over time, and the store holds at
+// most about twice the tasks that have not expired.
 type MemoryTaskStore struct {
-	mu    sync.Mutex
-	tasks map[string]*store.Task
+	mu      sync.Mutex
+	tasks   map[string]*store.Task
+	sweepAt int // CreateTask looks for expired tasks when the store holds this many
 }
+
+// memorySweepFloor is the size below which MemoryTaskStore does not look
+// for expired tasks.
+const memorySweepFloor = 64
 
 // NewMemoryTaskStore returns an empty MemoryTaskStore.
 func NewMemoryTaskStore() *MemoryTaskStore {
-	return &MemoryTaskStore{tasks: map[string]*store.Task{}}
+	return &MemoryTaskStore{tasks: map[string]*store.Task{}, sweepAt: memorySweepFloor}
 }
 
-// CreateTask implements TaskStore.
-func (m *MemoryTaskStore) CreateTask(_ context.Context, t *store.Task) error {
+// CreateTask implements TaskStore. The limit counts the principal's
+// tasks under the store's lock.
+func (m *MemoryTaskStore) CreateTask(_ context.Context, t *store.Task, limit int) error {
+	now := t.CreatedAt
+	if now.IsZero() {
+		now = time.Now()
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.tasks[t.ID]; ok {
 		return store.ErrConflict
+	}
+	if len(m.tasks) >= m.sweepAt {
+		m.deleteExpired(now)
+		m.sweepAt = max(2*len(m.tasks), memorySweepFloor)
+	}
+	if limit > 0 {
+		live := 0
+		for _, o := range m.tasks {
+			if o.Principal == t.Principal && o.Live(now) {
+				live++
+			}
+		}
+		if live >= limit {
+			return &store.TaskLimitError{Live: live, Limit: limit}
+		}
 	}
 	m.tasks[t.ID] = t.Clone()
 	return nil
@@ -100,6 +138,11 @@ func (m *MemoryTaskStore) UpdateTask(_ context.Context, id string, update func(*
 func (m *MemoryTaskStore) DeleteExpiredTasks(_ context.Context, now time.Time) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.deleteExpired(now), nil
+}
+
+// deleteExpired deletes the tasks expired at now; m.mu is held.
+func (m *MemoryTaskStore) deleteExpired(now time.Time) int {
 	n := 0
 	for id, t := range m.tasks {
 		if !t.ExpiresAt.IsZero() && !t.ExpiresAt.After(now) {
@@ -107,7 +150,7 @@ func (m *MemoryTaskStore) DeleteExpiredTasks(_ context.Context, now time.Time) (
 			n++
 		}
 	}
-	return n, nil
+	return n
 }
 
 func cloneBytes[T ~[]byte](b T) T {

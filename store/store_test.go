@@ -1,10 +1,14 @@
 package store_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/mcpserver"
 	"github.com/mcp-elicit/elicit/store"
 )
 
@@ -54,4 +58,33 @@ func ExampleSealingKey() {
 	// Output:
 	// +0s: k1 seals
 	// +2m0s: k2 seals
+}
+
+// CreateTask with a limit refuses a user's task past that many live ones
+// (working or input_required, not expired) with a *store.TaskLimitError;
+// nothing is written. Every store keeps this contract (here the
+// in-memory one mcpserver has).
+func ExampleTaskLimitError() {
+	ctx := context.Background()
+	st := mcpserver.NewMemoryTaskStore()
+	now := time.Date(2026, 7, 28, 9, 0, 0, 0, time.UTC)
+	task := func(id string, status mcp.TaskStatus) *store.Task {
+		return &store.Task{ID: id, Principal: "alice", Tool: "export", Status: status, CreatedAt: now, UpdatedAt: now,
+			ExpiresAt: now.Add(time.Hour), OperationID: id}
+	}
+	for i, status := range []mcp.TaskStatus{mcp.TaskCompleted, mcp.TaskWorking, mcp.TaskInputRequired} {
+		if err := st.CreateTask(ctx, task(fmt.Sprint("t", i), status), 2); err != nil {
+			fmt.Println(err)
+		}
+	}
+	err := st.CreateTask(ctx, task("t3", mcp.TaskWorking), 2)
+	var over *store.TaskLimitError
+	if errors.As(err, &over) {
+		fmt.Println(over.Live, over.Limit, errors.Is(err, store.ErrTaskLimit))
+	}
+	_, err = st.GetTask(ctx, "t3")
+	fmt.Println(errors.Is(err, store.ErrNotFound))
+	// Output:
+	// 2 2 true
+	// true
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"time"
@@ -15,10 +16,36 @@ import (
 // checks it). Every Store has it, so one store backs a server's flows,
 // ledger and tasks (mcpserver.TaskOptions.Store).
 type Tasks interface {
-	CreateTask(ctx context.Context, t *Task) error
+	CreateTask(ctx context.Context, t *Task, limit int) error
 	GetTask(ctx context.Context, id string) (*Task, error)
 	UpdateTask(ctx context.Context, id string, update func(*Task) error) (*Task, error)
 	DeleteExpiredTasks(ctx context.Context, now time.Time) (int, error)
+}
+
+// ErrTaskLimit is what a *TaskLimitError is (errors.Is): CreateTask
+// refused a task because its user has as many live tasks as allowed.
+var ErrTaskLimit = errors.New("store: too many live tasks")
+
+// TaskLimitError is CreateTask's refusal of a task over the limit of live
+// tasks per user: Live is how many the user has (at least Limit, more if
+// the limit was lowered since). Nothing was written.
+type TaskLimitError struct {
+	Live, Limit int
+}
+
+func (e *TaskLimitError) Error() string {
+	return fmt.Sprintf("store: the user has %d live tasks, the limit is %d", e.Live, e.Limit)
+}
+
+// Is makes errors.Is(err, ErrTaskLimit) true.
+func (e *TaskLimitError) Is(target error) bool { return target == ErrTaskLimit }
+
+// Live reports whether t is live at now: working or input_required, and
+// not expired (its ExpiresAt is unset or after now). A user's live tasks
+// count towards CreateTask's limit.
+func (t *Task) Live(now time.Time) bool {
+	live := t.Status == mcp.TaskWorking || t.Status == mcp.TaskInputRequired
+	return live && (t.ExpiresAt.IsZero() || t.ExpiresAt.After(now))
 }
 
 // Task is one task of the tasks extension (io.modelcontextprotocol/tasks)

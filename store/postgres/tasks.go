@@ -19,19 +19,51 @@ import (
 const taskColumns = `id, principal, tool, arguments, capabilities, status, status_message, created_at, updated_at,
 	expires_at, operation_id, round, asked, input_requests, responses, result, error, lease_until`
 
-// CreateTask implements mcpserver.TaskStore.
-func (s *Store) CreateTask(ctx context.Context, t *store.Task) error {
+// taskLockClass is the first key of the advisory locks that serialize a
+// principal's task creations under a limit (the second is a hash of the
+// principal); migrateLockClass is another class.
+const taskLockClass int32 = 0x7461736b // "task"
+
+// liveTasks counts a principal's live tasks at a time (store.Task.Live);
+// the statuses are literals, as the partial index tasks_live has them.
+const liveTasks = `SELECT count(*) FROM tasks WHERE principal = $1 AND status IN ('working', 'input_required')
+	AND (expires_at IS NULL OR expires_at > $2)`
+
+// CreateTask implements mcpserver.TaskStore. Under a limit, the count and
+// the insert run in one transaction holding an advisory lock on the
+// principal (any instance on the database takes the same one), so a
+// user's concurrent creations are counted one after the other: exactly,
+// where READ COMMITTED alone would let each count miss the others.
+func (s *Store) CreateTask(ctx context.Context, t *store.Task, limit int) error {
 	ctx, cancel := s.call(ctx)
 	defer cancel()
 	args, err := taskArgs(t)
 	if err != nil {
 		return err
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO tasks (`+taskColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`, args...)
-	if isUniqueViolation(err) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if limit > 0 {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, taskLockClass, t.Principal); err != nil {
+				return err
+			}
+			var live int
+			if err := tx.QueryRow(ctx, liveTasks, t.Principal, toNanos(t.CreatedAt)).Scan(&live); err != nil {
+				return err
+			}
+			if live >= limit {
+				return &store.TaskLimitError{Live: live, Limit: limit}
+			}
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO tasks (`+taskColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`, args...)
+		return err
+	})
+	var over *store.TaskLimitError
+	switch {
+	case errors.As(err, &over):
+		return over
+	case isUniqueViolation(err):
 		return s.errorf("postgres: task id exists: %w", store.ErrConflict)
-	}
-	if err != nil {
+	case err != nil:
 		return s.errorf("postgres: create task: %w", err)
 	}
 	return nil

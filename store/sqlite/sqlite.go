@@ -189,6 +189,10 @@ var migrations = []string{
 		lease_until    INTEGER
 	);
 	CREATE INDEX tasks_expires_at ON tasks (expires_at);`,
+	// 9: a user's live tasks, which CreateTask counts against its limit
+	// (the statuses are literals: a partial index serves only queries
+	// that name them the same way).
+	`CREATE INDEX tasks_live ON tasks (principal) WHERE status IN ('working', 'input_required');`,
 }
 
 // Open is OpenWith with the default Options.

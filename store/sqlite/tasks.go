@@ -17,13 +17,29 @@ import (
 const taskColumns = `id, principal, tool, arguments, capabilities, status, status_message, created_at, updated_at,
 	expires_at, operation_id, round, asked, input_requests, responses, result, error, lease_until`
 
-// CreateTask implements mcpserver.TaskStore.
-func (s *Store) CreateTask(ctx context.Context, t *store.Task) error {
+// liveTasks counts a principal's live tasks at a time (store.Task.Live);
+// the statuses are literals, as the partial index tasks_live has them.
+const liveTasks = `SELECT count(*) FROM tasks WHERE principal = ? AND status IN ('working', 'input_required')
+	AND (expires_at IS NULL OR expires_at > ?)`
+
+// CreateTask implements mcpserver.TaskStore. The limit's count and the
+// insert run in one transaction on the store's single writer, so no
+// other write comes between them.
+func (s *Store) CreateTask(ctx context.Context, t *store.Task, limit int) error {
 	args, err := taskArgs(t)
 	if err != nil {
 		return err
 	}
 	return s.write(ctx, func(ctx context.Context, w *wtx) error {
+		if limit > 0 {
+			var live int
+			if err := w.queryRow(ctx, liveTasks, t.Principal, toNanos(t.CreatedAt)).Scan(&live); err != nil {
+				return s.errorf("sqlite: create task: count live tasks: %w", err)
+			}
+			if live >= limit {
+				return &store.TaskLimitError{Live: live, Limit: limit}
+			}
+		}
 		_, err := w.exec(ctx, `INSERT INTO tasks (`+taskColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
 		if isUniqueViolation(err) {
 			return s.errorf("sqlite: task id exists: %w", store.ErrConflict)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +34,8 @@ func RunTasks(t *testing.T, open func(t *testing.T) TaskStore) {
 		{"ConcurrentUpdates", testTaskConcurrentUpdates},
 		{"Copies", testTaskCopies},
 		{"DeleteExpired", testTaskDeleteExpired},
+		{"LiveLimit", testTaskLiveLimit},
+		{"LiveLimitConcurrent", testTaskLiveLimitConcurrent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, open(t)) })
@@ -112,7 +115,7 @@ func testTaskRoundTrip(t *testing.T, s TaskStore) {
 	bare := &store.Task{ID: "t-bare", Tool: "x", Capabilities: json.RawMessage(`{}`), Status: mcp.TaskWorking,
 		CreatedAt: taskBase, UpdatedAt: taskBase, OperationID: "00000000000000000000000000000000"}
 	for _, want := range []*store.Task{full, bare} {
-		if err := s.CreateTask(ctx, want); err != nil {
+		if err := s.CreateTask(ctx, want, 0); err != nil {
 			t.Fatal(err)
 		}
 		got, err := s.GetTask(ctx, want.ID)
@@ -149,12 +152,12 @@ func testTaskRoundTrip(t *testing.T, s TaskStore) {
 
 func testTaskDuplicateID(t *testing.T, s TaskStore) {
 	ctx := context.Background()
-	if err := s.CreateTask(ctx, fullTask("t1")); err != nil {
+	if err := s.CreateTask(ctx, fullTask("t1"), 0); err != nil {
 		t.Fatal(err)
 	}
 	other := fullTask("t1")
 	other.Principal = "mallory"
-	if err := s.CreateTask(ctx, other); !errors.Is(err, store.ErrConflict) {
+	if err := s.CreateTask(ctx, other, 0); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("second CreateTask: %v, want ErrConflict", err)
 	}
 	if got, err := s.GetTask(ctx, "t1"); err != nil || got.Principal != "alice" {
@@ -177,7 +180,7 @@ func testTaskNotFound(t *testing.T, s TaskStore) {
 // and its error comes back unchanged.
 func testTaskUpdateRefused(t *testing.T, s TaskStore) {
 	ctx := context.Background()
-	if err := s.CreateTask(ctx, fullTask("t1")); err != nil {
+	if err := s.CreateTask(ctx, fullTask("t1"), 0); err != nil {
 		t.Fatal(err)
 	}
 	refused := errors.New("refused by the caller")
@@ -202,7 +205,7 @@ func testTaskConcurrentUpdates(t *testing.T, s TaskStore) {
 	ctx := context.Background()
 	task := fullTask("t1")
 	task.Round = 0
-	if err := s.CreateTask(ctx, task); err != nil {
+	if err := s.CreateTask(ctx, task, 0); err != nil {
 		t.Fatal(err)
 	}
 	const n = 16
@@ -244,7 +247,7 @@ func testTaskConcurrentUpdates(t *testing.T, s TaskStore) {
 func testTaskCopies(t *testing.T, s TaskStore) {
 	ctx := context.Background()
 	in := fullTask("t1")
-	if err := s.CreateTask(ctx, in); err != nil {
+	if err := s.CreateTask(ctx, in, 0); err != nil {
 		t.Fatal(err)
 	}
 	in.Arguments[1], in.Responses["ok"] = 'X', nil
@@ -274,7 +277,7 @@ func testTaskDeleteExpired(t *testing.T, s TaskStore) {
 	for id, exp := range tasks {
 		task := fullTask(id)
 		task.ExpiresAt = exp
-		if err := s.CreateTask(ctx, task); err != nil {
+		if err := s.CreateTask(ctx, task, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -288,5 +291,117 @@ func testTaskDeleteExpired(t *testing.T, s TaskStore) {
 		if wantGone := id == "expired" || id == "at-now"; gone != wantGone {
 			t.Errorf("%s: gone %v, want %v (%v)", id, gone, wantGone, err)
 		}
+	}
+}
+
+// liveTask is a task of principal with status, created at taskBase,
+// expiring at expires (zero: never).
+func liveTask(id, principal string, status mcp.TaskStatus, expires time.Time) *store.Task {
+	task := fullTask(id)
+	task.Principal, task.Status, task.ExpiresAt = principal, status, expires
+	return task
+}
+
+// testTaskLiveLimit: CreateTask with a limit counts the principal's live
+// tasks at the new task's CreatedAt (working or input_required, not
+// expired; other users' do not count) and refuses one over it with a
+// *store.TaskLimitError that writes nothing; limit <= 0 is none.
+func testTaskLiveLimit(t *testing.T, s TaskStore) {
+	ctx := context.Background()
+	later := taskBase.Add(time.Hour)
+	for _, task := range []*store.Task{
+		liveTask("w1", "alice", mcp.TaskWorking, later),
+		liveTask("w2", "alice", mcp.TaskWorking, time.Time{}),
+		liveTask("i1", "alice", mcp.TaskInputRequired, later),
+		liveTask("done", "alice", mcp.TaskCompleted, later),
+		liveTask("failed", "alice", mcp.TaskFailed, later),
+		liveTask("gone", "alice", mcp.TaskCancelled, later),
+		liveTask("expired", "alice", mcp.TaskWorking, taskBase.Add(-time.Second)),
+		liveTask("at-now", "alice", mcp.TaskInputRequired, taskBase), // expires as the new task is created
+		liveTask("b1", "bob", mcp.TaskWorking, later),
+		liveTask("b2", "bob", mcp.TaskWorking, later),
+	} {
+		if err := s.CreateTask(ctx, task, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CreateTask(ctx, liveTask("a4", "alice", mcp.TaskWorking, later), 4); err != nil {
+		t.Fatalf("the 4th live task under a limit of 4: %v", err)
+	}
+	for _, tt := range []struct {
+		id    string
+		limit int
+		live  int
+	}{{"a5", 4, 4}, {"a6", 2, 4}, {"a7", 1, 4}} {
+		err := s.CreateTask(ctx, liveTask(tt.id, "alice", mcp.TaskWorking, later), tt.limit)
+		var over *store.TaskLimitError
+		if !errors.As(err, &over) || !errors.Is(err, store.ErrTaskLimit) || over.Live != tt.live || over.Limit != tt.limit {
+			t.Fatalf("%s under a limit of %d: %v, want a TaskLimitError with %d live", tt.id, tt.limit, err, tt.live)
+		}
+		if _, err := s.GetTask(ctx, tt.id); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("the refused task %s was stored: %v", tt.id, err)
+		}
+	}
+	// Another user, and no limit.
+	if err := s.CreateTask(ctx, liveTask("b3", "bob", mcp.TaskWorking, later), 4); err != nil {
+		t.Fatalf("bob's 3rd task: %v", err)
+	}
+	for _, limit := range []int{0, -1} {
+		if err := s.CreateTask(ctx, liveTask(fmt.Sprint("free", limit), "alice", mcp.TaskWorking, later), limit); err != nil {
+			t.Fatalf("limit %d: %v", limit, err)
+		}
+	}
+	// A task that ends frees room.
+	if _, err := s.UpdateTask(ctx, "w1", func(t *store.Task) error { t.Status = mcp.TaskCompleted; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateTask(ctx, liveTask("a8", "alice", mcp.TaskWorking, later), 6); err != nil {
+		t.Fatalf("after a task ended: %v", err)
+	}
+}
+
+// testTaskLiveLimitConcurrent: 50 creations at once by a user one task
+// short of the limit store exactly one; another user's creations at the
+// same time are not held back.
+func testTaskLiveLimitConcurrent(t *testing.T, s TaskStore) {
+	ctx := context.Background()
+	const limit, racers = 5, 50
+	later := taskBase.Add(time.Hour)
+	for i := range limit - 1 {
+		if err := s.CreateTask(ctx, liveTask(fmt.Sprint("a", i), "alice", mcp.TaskWorking, later), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for range racers { // warm up: a pooled store has its connections open, so the creations really overlap
+		wg.Go(func() { _, _ = s.GetTask(ctx, "a0") })
+	}
+	wg.Wait()
+	var created, refused, bobs atomic.Int32
+	for i := range racers {
+		wg.Go(func() {
+			err := s.CreateTask(ctx, liveTask(fmt.Sprint("race", i), "alice", mcp.TaskWorking, later), limit)
+			switch {
+			case err == nil:
+				created.Add(1)
+			case errors.Is(err, store.ErrTaskLimit):
+				refused.Add(1)
+			default:
+				t.Error(err)
+			}
+		})
+		if i < limit {
+			wg.Go(func() {
+				if err := s.CreateTask(ctx, liveTask(fmt.Sprint("bob", i), "bob", mcp.TaskWorking, later), limit); err != nil {
+					t.Errorf("bob: %v", err)
+				}
+				bobs.Add(1)
+			})
+		}
+	}
+	wg.Wait()
+	t.Logf("%d creations at once at %d of %d live tasks: %d created, %d refused", racers, limit-1, limit, created.Load(), refused.Load())
+	if created.Load() != 1 || refused.Load() != racers-1 || bobs.Load() != limit {
+		t.Fatalf("created %d, refused %d (want 1, %d); bob's %d (want %d)", created.Load(), refused.Load(), racers-1, bobs.Load(), limit)
 	}
 }
