@@ -58,6 +58,7 @@ type config struct {
 	retainReports         time.Duration // 0 = kept
 	taskTTL               time.Duration // tasks extension: ttlMs
 	taskLease             time.Duration // tasks extension: a run's lease
+	maxTasksPerUser       int           // tasks extension: live tasks per user; -1: no limit
 	exportTime            time.Duration // export_and_send's simulated export
 	maxOAuthAttempts      int
 	auditMaxSizeMiB       int                           // rotate --audit-log FILE at this size; 0 = never

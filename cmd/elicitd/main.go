@@ -413,7 +413,7 @@ func newApp(cfg *config, logger *slog.Logger) (*app, error) {
 		Logger:       logger,
 		Observer:     obs.round,
 	})
-	srv.EnableTasks(&mcpserver.TaskOptions{Store: st, Ledger: st, TTL: cfg.taskTTL, Lease: cfg.taskLease, Now: now})
+	srv.EnableTasks(&mcpserver.TaskOptions{Store: st, Ledger: st, TTL: cfg.taskTTL, Lease: cfg.taskLease, MaxTasksPerUser: cfg.maxTasksPerUser, Now: now})
 	a.sweeper.tasks = srv.SweepTasks
 	billing.New(flows).WithWait(stepWait(cfg)).Register(srv)
 	reports.New(flows, st, logger).WithWait(stepWait(cfg)).WithExportTime(cfg.exportTime).Register(srv)

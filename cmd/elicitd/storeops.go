@@ -49,6 +49,14 @@ func init() {
 			apply: minDurationSetter(time.Minute, "a client polls a task for at least that long", func(c *config) *time.Duration { return &c.taskTTL })},
 		setting{name: "task-lease", def: "30s", usage: "how long the instance running a task vouches for it; it renews every third of it, which is also how soon a tasks/cancel served by another instance stops the run; past it, the instance a tasks/get reaches takes the task over, and a run whose instance only stalled stops at its next renewal",
 			apply: minDurationSetter(time.Second, "renewals every third of it must reach the store", func(c *config) *time.Duration { return &c.taskLease })},
+		setting{name: "max-tasks-per-user", def: "100", usage: "how many tasks one user may have working or waiting for input at once, on every instance sharing the store; a call that would start another gets a tool error saying so, and no task; off = no limit",
+			apply: func(c *config, v string) error {
+				if isOff(v) {
+					c.maxTasksPerUser = -1
+					return nil
+				}
+				return intSetter(1, func(c *config) *int { return &c.maxTasksPerUser })(c, v)
+			}},
 		setting{name: "export-time", def: "3s", usage: "how long export_and_send's simulated export runs (five parts, each announced in the task's status message) before it asks who receives the report; 0 = at once",
 			apply: minDurationSetter(0, "", func(c *config) *time.Duration { return &c.exportTime })},
 		setting{name: "max-oauth-attempts", def: "20", usage: "OAuth sign-ins one user may start within 10 minutes; past it the connect page answers 429 and stores nothing",

@@ -443,3 +443,64 @@ func replayRefusedRecipient(t *testing.T, e *reportsEnv) {
 		t.Fatalf("sends: %d, %v; want 1", len(sends), err)
 	}
 }
+
+// TestElicitdTaskLimit: --max-tasks-per-user bounds a user's live tasks
+// in the store: past it, export_and_send answers with a tool error that
+// says how many tasks the user has and creates none; another user is not
+// held back; cancelling one makes room. On SQLite, and on PostgreSQL when
+// ELICIT_TEST_POSTGRES_DSN is set.
+func TestElicitdTaskLimit(t *testing.T) {
+	limited := func(c *config) { c.maxTasksPerUser, c.exportTime = 2, time.Hour }
+	t.Run("sqlite", func(t *testing.T) { taskLimit(t, newReportsEnv(t, limited)) })
+	t.Run("postgres", func(t *testing.T) {
+		if os.Getenv("ELICIT_TEST_POSTGRES_DSN") == "" {
+			t.Skip("set ELICIT_TEST_POSTGRES_DSN to run it on PostgreSQL")
+		}
+		taskLimit(t, newReportsEnv(t, limited, func(c *config) { c.storeURL = pgtest.SchemaDSN(t) }))
+	})
+}
+
+func taskLimit(t *testing.T, e *reportsEnv) {
+	started := map[string][]string{}
+	start := func(user string) {
+		started[user] = append(started[user], e.startExportTask(t, user))
+	}
+	defer func() { // the exports run for an hour: cancel them, then wait for their runs
+		for user, ids := range started {
+			for _, id := range ids {
+				e.task(user, "tasks/cancel", id, "")
+			}
+		}
+		e.app.mcp.WaitTasks()
+	}()
+	start("alice")
+	start("alice")
+	over := e.exportAndSend(3, "alice", "", metaTasks)
+	over.wantComplete(t, true, "")
+	if !strings.Contains(over.text(), "you have 2 tasks in progress") || !strings.Contains(over.text(), "2 is the most one user may have") {
+		t.Fatalf("over the limit: %s", over.Raw)
+	}
+	start("bob")
+	if r := e.task("alice", "tasks/cancel", started["alice"][0], ""); r.Status != 200 || r.resultType() != "complete" {
+		t.Fatalf("tasks/cancel: %s", r.Raw)
+	}
+	start("alice")
+}
+
+// TestTaskLimitSetting: --max-tasks-per-user takes a whole number of at
+// least 1, or off for no limit.
+func TestTaskLimitSetting(t *testing.T) {
+	for _, tt := range []struct {
+		value string
+		want  int
+		ok    bool
+	}{{"100", 100, true}, {"1", 1, true}, {"off", -1, true}, {"OFF", -1, true}, {"0", 0, false}, {"-3", 0, false}, {"many", 0, false}} {
+		cfg, err := loadConfig([]string{"--max-tasks-per-user", tt.value}, func(string) string { return "" }, nil)
+		if (err == nil) != tt.ok || (tt.ok && cfg.maxTasksPerUser != tt.want) {
+			t.Errorf("--max-tasks-per-user %s: %v, %v", tt.value, cfg, err)
+		}
+	}
+	if cfg, err := loadConfig(nil, func(string) string { return "" }, nil); err != nil || cfg.maxTasksPerUser != 100 {
+		t.Fatalf("default: %v, %v", cfg, err)
+	}
+}
