@@ -47,6 +47,7 @@ const (
 	migrateLockClass   int32 = 0x656c6963 // "elic"
 	operationLockClass int32 = 0x656c6f70 // "elop"
 	recordLockClass    int32 = 0x656c7263 // "elrc": Effects.Count
+	taskLockClass      int32 = 0x656c746b // "eltk": a principal's task creations under a limit
 )
 
 // Store is a store.Store backed by a PostgreSQL database. It is safe for

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,21 +20,30 @@ import (
 const taskColumns = `id, principal, tool, arguments, capabilities, status, status_message, created_at, updated_at,
 	expires_at, operation_id, round, asked, input_requests, responses, result, error, lease_until`
 
-// taskLockClass is the first key of the advisory locks that serialize a
-// principal's task creations under a limit (the second is a hash of the
-// principal); migrateLockClass is another class.
-const taskLockClass int32 = 0x7461736b // "task"
+// createTaskUnder is CreateTask's statement under a limit: it counts the
+// principal's live tasks at the new task's created_at (store.Task.Live;
+// the statuses are literals, as the partial index tasks_live has them)
+// and inserts the task only when they are fewer than the limit.
+// Parameters: $1–$18 the values of taskColumns (taskArgs: $2 principal,
+// $8 created_at), $19 the limit. Its one row: the count, and whether the
+// task was inserted.
+const createTaskUnder = `WITH live AS (
+		SELECT count(*) AS n FROM tasks WHERE principal = $2 AND status IN ('working', 'input_required')
+			AND (expires_at IS NULL OR expires_at > $8)
+	), ins AS (
+		INSERT INTO tasks (` + taskColumns + `)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18 FROM live WHERE live.n < $19
+		RETURNING 1
+	)
+	SELECT (SELECT n FROM live), EXISTS (SELECT 1 FROM ins)`
 
-// liveTasks counts a principal's live tasks at a time (store.Task.Live);
-// the statuses are literals, as the partial index tasks_live has them.
-const liveTasks = `SELECT count(*) FROM tasks WHERE principal = $1 AND status IN ('working', 'input_required')
-	AND (expires_at IS NULL OR expires_at > $2)`
-
-// CreateTask implements mcpserver.TaskStore. Under a limit, the count and
-// the insert run in one transaction holding an advisory lock on the
-// principal (any instance on the database takes the same one), so a
-// user's concurrent creations are counted one after the other: exactly,
-// where READ COMMITTED alone would let each count miss the others.
+// CreateTask implements mcpserver.TaskStore. Under a limit it takes one
+// round trip: BEGIN; an advisory lock on the principal (every instance
+// on the database takes the same one), so a user's concurrent creations
+// count one after the other (exactly: under READ COMMITTED alone each
+// count could miss the others, and a statement's snapshot predates a
+// lock it takes itself, hence a statement of its own); the count and the
+// insert (createTaskUnder); COMMIT.
 func (s *Store) CreateTask(ctx context.Context, t *store.Task, limit int) error {
 	ctx, cancel := s.call(ctx)
 	defer cancel()
@@ -41,26 +51,43 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task, limit int) error 
 	if err != nil {
 		return err
 	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if limit > 0 {
-			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, taskLockClass, t.Principal); err != nil {
-				return err
-			}
-			var live int
-			if err := tx.QueryRow(ctx, liveTasks, t.Principal, toNanos(t.CreatedAt)).Scan(&live); err != nil {
-				return err
-			}
-			if live >= limit {
-				return &store.TaskLimitError{Live: live, Limit: limit}
-			}
+	if limit <= 0 {
+		_, err = s.pool.Exec(ctx, `INSERT INTO tasks (`+taskColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`, args...)
+		return s.createTaskError(err)
+	}
+	conn, release, err := s.acquire(ctx)
+	if err != nil {
+		return s.errorf("postgres: create task: %w", err)
+	}
+	defer release()
+	var live int
+	var inserted bool
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, taskLockClass, t.Principal)
+	b.Queue(createTaskUnder, append(args, limit)...)
+	b.Queue(`COMMIT`)
+	err = sendBatch(ctx, conn, b, func(br pgx.BatchResults) error {
+		if _, err := br.Exec(); err != nil {
+			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO tasks (`+taskColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`, args...)
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		if err := br.QueryRow().Scan(&live, &inserted); err != nil {
+			return err
+		}
+		_, err := br.Exec()
 		return err
 	})
-	var over *store.TaskLimitError
+	if err == nil && !inserted {
+		return &store.TaskLimitError{Live: live, Limit: limit}
+	}
+	return s.createTaskError(err)
+}
+
+func (s *Store) createTaskError(err error) error {
 	switch {
-	case errors.As(err, &over):
-		return over
 	case isUniqueViolation(err):
 		return s.errorf("postgres: task id exists: %w", store.ErrConflict)
 	case err != nil:
