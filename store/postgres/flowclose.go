@@ -68,25 +68,11 @@ func (s *Store) CloseFlowAndRecord(ctx context.Context, flowID string, op *store
 		prior     store.Operation
 		completed *int64 // prior's; nil: no prior row
 	)
-	b := &pgx.Batch{}
-	b.Queue(`BEGIN`)
-	b.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, operationLockClass, op.ID)
-	b.Queue(closeFlowAndRecord, op.ID, flowID, op.Principal, toNanos(op.CompletedAt),
-		op.Name, op.Outcome, result, zNanos(op.CompletedAt))
-	b.Queue(`COMMIT`)
-	err = sendBatch(ctx, conn, b, func(br pgx.BatchResults) error {
-		if _, err := br.Exec(); err != nil {
-			return err
-		}
-		if _, err := br.Exec(); err != nil {
-			return fmt.Errorf("lock: %w", err)
-		}
-		if err := br.QueryRow().Scan(&status, &closed, &prior.Principal, &prior.Name, &prior.Outcome, &prior.Result, &completed); err != nil {
-			return err
-		}
-		_, err := br.Exec()
-		return err
-	})
+	err = lockedRow(ctx, conn, operationLockClass, op.ID, closeFlowAndRecord,
+		[]any{op.ID, flowID, op.Principal, toNanos(op.CompletedAt), op.Name, op.Outcome, result, zNanos(op.CompletedAt)},
+		func(row pgx.Row) error {
+			return row.Scan(&status, &closed, &prior.Principal, &prior.Name, &prior.Outcome, &prior.Result, &completed)
+		})
 	switch {
 	case isUniqueViolation(err):
 		// Only a writer that skips the lock gets here; its row is final.

@@ -146,6 +146,34 @@ func sendBatch(ctx context.Context, conn *pgx.Conn, b *pgx.Batch, read func(pgx.
 	return err
 }
 
+// lockedRow runs, in one round trip on conn: BEGIN; the advisory lock
+// (class, hashtext(key)); the statement sql with args, whose one row scan
+// reads; COMMIT. The lock is a statement of its own because a statement's
+// snapshot predates a lock it takes itself: only a later statement sees
+// every commit made before the lock was granted. A statement that fails
+// aborts the transaction and the COMMIT is not run; acquire's release
+// rolls the connection back.
+func lockedRow(ctx context.Context, conn *pgx.Conn, class int32, key, sql string, args []any, scan func(pgx.Row) error) error {
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, class, key)
+	b.Queue(sql, args...)
+	b.Queue(`COMMIT`)
+	return sendBatch(ctx, conn, b, func(br pgx.BatchResults) error {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		if err := scan(br.QueryRow()); err != nil {
+			return err
+		}
+		_, err := br.Exec()
+		return err
+	})
+}
+
 // GetOperation implements store.Ledger.
 func (s *Store) GetOperation(ctx context.Context, id string) (*store.Operation, error) {
 	ctx, cancel := s.call(ctx)

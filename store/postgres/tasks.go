@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -38,12 +37,11 @@ const createTaskUnder = `WITH live AS (
 	SELECT (SELECT n FROM live), EXISTS (SELECT 1 FROM ins)`
 
 // CreateTask implements mcpserver.TaskStore. Under a limit it takes one
-// round trip: BEGIN; an advisory lock on the principal (every instance
-// on the database takes the same one), so a user's concurrent creations
-// count one after the other (exactly: under READ COMMITTED alone each
-// count could miss the others, and a statement's snapshot predates a
-// lock it takes itself, hence a statement of its own); the count and the
-// insert (createTaskUnder); COMMIT.
+// round trip (lockedRow): BEGIN; an advisory lock on the principal, which
+// every instance on the database takes, so a user's concurrent creations
+// count one after the other (exact: under READ COMMITTED alone each count
+// could miss the others); the count and the insert (createTaskUnder);
+// COMMIT.
 func (s *Store) CreateTask(ctx context.Context, t *store.Task, limit int) error {
 	ctx, cancel := s.call(ctx)
 	defer cancel()
@@ -62,24 +60,8 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task, limit int) error 
 	defer release()
 	var live int
 	var inserted bool
-	b := &pgx.Batch{}
-	b.Queue(`BEGIN`)
-	b.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, taskLockClass, t.Principal)
-	b.Queue(createTaskUnder, append(args, limit)...)
-	b.Queue(`COMMIT`)
-	err = sendBatch(ctx, conn, b, func(br pgx.BatchResults) error {
-		if _, err := br.Exec(); err != nil {
-			return err
-		}
-		if _, err := br.Exec(); err != nil {
-			return fmt.Errorf("lock: %w", err)
-		}
-		if err := br.QueryRow().Scan(&live, &inserted); err != nil {
-			return err
-		}
-		_, err := br.Exec()
-		return err
-	})
+	err = lockedRow(ctx, conn, taskLockClass, t.Principal, createTaskUnder, append(args, limit),
+		func(row pgx.Row) error { return row.Scan(&live, &inserted) })
 	if err == nil && !inserted {
 		return &store.TaskLimitError{Live: live, Limit: limit}
 	}

@@ -32,11 +32,7 @@ func TestTasksAcrossInstances(t *testing.T) {
 // made valid (PostgreSQL text takes neither), reaches tasks/get on
 // another instance of the database.
 func TestTaskStatusMessage(t *testing.T) {
-	st, err := Open(context.Background(), pgtest.FreshSchema(t, pgtest.DSN(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := freshStore(t)
 	tasktest.StatusMessage(t, st)
 }
 
@@ -44,11 +40,7 @@ func TestTaskStatusMessage(t *testing.T) {
 // instance stores no outcome; the lease's end round-trips exactly, so
 // the run that holds it keeps writing.
 func TestTaskLeaseLost(t *testing.T) {
-	st, err := Open(context.Background(), pgtest.FreshSchema(t, pgtest.DSN(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := freshStore(t)
 	tasktest.LeaseLost(t, st)
 }
 
@@ -56,10 +48,18 @@ func TestTaskLeaseLost(t *testing.T) {
 // refused is ignored on every instance of the database; no correction
 // is used up.
 func TestTaskRefusedAnswerReplayed(t *testing.T) {
+	st := freshStore(t)
+	tasktest.RefusedAnswerReplayed(t, st)
+}
+
+// freshStore opens a store on a schema of its own, closed when the test
+// ends.
+func freshStore(t *testing.T) *Store {
+	t.Helper()
 	st, err := Open(context.Background(), pgtest.FreshSchema(t, pgtest.DSN(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
-	tasktest.RefusedAnswerReplayed(t, st)
+	t.Cleanup(func() { st.Close() })
+	return st
 }

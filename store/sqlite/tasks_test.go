@@ -31,11 +31,7 @@ func TestTasksAcrossInstances(t *testing.T) {
 // TestTaskStatusMessage: a task's statusMessage, NUL and invalid UTF-8
 // made valid, reaches tasks/get on another instance of the database.
 func TestTaskStatusMessage(t *testing.T) {
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "elicit.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := tempStore(t)
 	tasktest.StatusMessage(t, st)
 }
 
@@ -43,11 +39,7 @@ func TestTaskStatusMessage(t *testing.T) {
 // instance stores no outcome; the lease's end round-trips exactly, so
 // the run that holds it keeps writing.
 func TestTaskLeaseLost(t *testing.T) {
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "elicit.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := tempStore(t)
 	tasktest.LeaseLost(t, st)
 }
 
@@ -55,10 +47,17 @@ func TestTaskLeaseLost(t *testing.T) {
 // refused is ignored on every instance of the database file; no
 // correction is used up.
 func TestTaskRefusedAnswerReplayed(t *testing.T) {
+	st := tempStore(t)
+	tasktest.RefusedAnswerReplayed(t, st)
+}
+
+// tempStore opens a store in a new file, closed when the test ends.
+func tempStore(t *testing.T) *sqlite.Store {
+	t.Helper()
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "elicit.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
-	tasktest.RefusedAnswerReplayed(t, st)
+	t.Cleanup(func() { st.Close() })
+	return st
 }
