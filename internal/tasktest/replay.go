@@ -66,7 +66,8 @@ func RefusedAnswerReplayed(t *testing.T, st mcpserver.TaskStore) {
 	update(a, "to", bad)
 	waitBoth()
 	waitStatus(t, b, id, "input_required") // corrected: asks again
-	for i := range 5 { // replayed one at a time, alternating instances
+	// Replayed one at a time, alternating instances.
+	for i := range 5 {
 		update([]*mcpserver.Server{a, b}[i%2], "to", bad)
 		waitBoth()
 	}
