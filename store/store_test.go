@@ -88,3 +88,22 @@ func ExampleTaskLimitError() {
 	// 2 2 true
 	// true
 }
+
+// A task is live while it works or waits for input and has not expired;
+// live tasks count towards a user's limit (CreateTask).
+func ExampleTask_Live() {
+	now := time.Date(2026, 7, 28, 9, 0, 0, 0, time.UTC)
+	for _, t := range []*store.Task{
+		{Status: mcp.TaskInputRequired, ExpiresAt: now.Add(time.Minute)},
+		{Status: mcp.TaskWorking}, // no expiry
+		{Status: mcp.TaskWorking, ExpiresAt: now},
+		{Status: mcp.TaskCompleted, ExpiresAt: now.Add(time.Minute)},
+	} {
+		fmt.Println(t.Status, t.Live(now))
+	}
+	// Output:
+	// input_required true
+	// working true
+	// working false
+	// completed false
+}
