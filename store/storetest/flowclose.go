@@ -140,29 +140,34 @@ func wantRecorded(t *testing.T, what string, err error, id, outcome string) {
 	}
 }
 
+// closeTTL is the lifetime of the flows testCloseFlowAndRecord closes.
+const closeTTL = 15 * time.Minute
+
+// closeCase is one case of testCloseFlowAndRecord.
+type closeCase struct {
+	name    string
+	prepare func(t *testing.T, f *store.Flow) // what happened to f before
+	by      string                            // who closes
+	at      time.Duration                     // when, after creation
+	wantErr error                             // nil, store.ErrNotFound, or store.ErrConflict (not recorded)
+	// recorded is the outcome the ledger already holds: the call gets
+	// it in a *store.RecordedError.
+	recorded string
+	wantExp  time.Duration // the flow's expiry afterwards, after creation
+	status   store.FlowStatus
+	// untouched: the flow is left pending and open, so alice can
+	// still finish it.
+	untouched bool
+}
+
 // testCloseFlowAndRecord: the flow is closed and the operation recorded
 // together, or neither is written: a recorded operation id wins over
 // every flow state (the first close's outcome holds), then the flow's
 // own refusals (complete, another principal's, none).
 func testCloseFlowAndRecord(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	const ttl = 15 * time.Minute
-	cases := []struct {
-		name    string
-		prepare func(t *testing.T, f *store.Flow) // what happened to f before
-		by      string                            // who closes
-		at      time.Duration                     // when, after creation
-		wantErr error                             // nil, store.ErrNotFound, or store.ErrConflict (not recorded)
-		// recorded is the outcome the ledger already holds: the call gets
-		// it in a *store.RecordedError.
-		recorded string
-		wantExp  time.Duration // the flow's expiry afterwards, after creation
-		status   store.FlowStatus
-		// untouched: the flow is left pending and open, so alice can
-		// still finish it.
-		untouched bool
-	}{
-		{name: "pending", at: time.Minute, wantExp: time.Minute},
+	const ttl = closeTTL
+	cases := []closeCase{{name: "pending", at: time.Minute, wantExp: time.Minute},
 		{name: "expired already", at: 20 * time.Minute, wantExp: ttl},
 		{name: "closed before without a record", prepare: func(t *testing.T, f *store.Flow) {
 			if err := s.CloseFlow(ctx, f.ID, f.Principal, base.Add(30*time.Second)); err != nil {
@@ -191,51 +196,16 @@ func testCloseFlowAndRecord(t *testing.T, s store.Store) {
 		{name: "other principal", by: "bob", at: time.Minute, wantErr: store.ErrNotFound, wantExp: ttl, untouched: true},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newFlow(t, "alice", "billing_key", base, ttl)
-			mustCreateFlow(t, s, f)
-			if tc.prepare != nil {
-				tc.prepare(t, f)
-			}
-			op := closeOp(f, "denied", base.Add(tc.at))
-			if tc.by != "" {
-				op.Principal = tc.by
-			}
-			err := s.CloseFlowAndRecord(ctx, f.ID, op)
-			switch {
-			case tc.recorded != "":
-				wantRecorded(t, "CloseFlowAndRecord", err, op.ID, tc.recorded)
-				wantOutcome(t, s, op.ID, tc.recorded)
-			case tc.wantErr != nil:
-				var rec *store.RecordedError
-				if !errors.Is(err, tc.wantErr) || errors.As(err, &rec) {
-					t.Fatalf("CloseFlowAndRecord = %v, want %v (not a recorded operation)", err, tc.wantErr)
-				}
-				wantOutcome(t, s, op.ID, "")
-			case err != nil:
-				t.Fatalf("CloseFlowAndRecord: %v", err)
-			default:
-				got, gerr := s.GetOperation(ctx, op.ID)
-				if gerr != nil || got.Principal != "alice" || got.Name != op.Name || got.Outcome != "denied" ||
-					string(got.Result) != "denied" || !sameSecond(got.CompletedAt, op.CompletedAt) {
-					t.Fatalf("GetOperation = %+v, %v; want %+v", got, gerr, op)
-				}
-			}
-			got := mustGetFlow(t, s, f.ID)
-			status := tc.status
-			if status == "" {
-				status = store.FlowPending
-			}
-			if got.Status != status || !sameSecond(got.ExpiresAt, base.Add(tc.wantExp)) {
-				t.Fatalf("flow %s expiring %v, want %s expiring %v", got.Status, got.ExpiresAt, status, base.Add(tc.wantExp))
-			}
-			if tc.untouched {
-				if err := s.CompleteFlow(ctx, f.ID, "alice", []byte("k"), base.Add(tc.at+time.Second)); err != nil {
-					t.Fatalf("CompleteFlow of the untouched flow: %v", err)
-				}
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, s) })
 	}
+	testCloseFlowAndRecordEdges(t, s)
+}
+
+// testCloseFlowAndRecordEdges: a flow that never existed, one swept after
+// its recorded close, and operations that are not valid.
+func testCloseFlowAndRecordEdges(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	const ttl = closeTTL
 	t.Run("unknown flow", func(t *testing.T) {
 		f := newFlow(t, "alice", "billing_key", base, ttl) // never created
 		op := closeOp(f, "declined", base)
@@ -274,6 +244,60 @@ func testCloseFlowAndRecord(t *testing.T, s store.Store) {
 	})
 }
 
+// run creates a flow of alice's, applies prepare, closes it as tc says
+// and checks the ledger and the flow afterwards.
+func (tc closeCase) run(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	f := newFlow(t, "alice", "billing_key", base, closeTTL)
+	mustCreateFlow(t, s, f)
+	if tc.prepare != nil {
+		tc.prepare(t, f)
+	}
+	op := closeOp(f, "denied", base.Add(tc.at))
+	if tc.by != "" {
+		op.Principal = tc.by
+	}
+	tc.checkResult(t, s, op, s.CloseFlowAndRecord(ctx, f.ID, op))
+	got := mustGetFlow(t, s, f.ID)
+	status := tc.status
+	if status == "" {
+		status = store.FlowPending
+	}
+	if got.Status != status || !sameSecond(got.ExpiresAt, base.Add(tc.wantExp)) {
+		t.Fatalf("flow %s expiring %v, want %s expiring %v", got.Status, got.ExpiresAt, status, base.Add(tc.wantExp))
+	}
+	if tc.untouched {
+		if err := s.CompleteFlow(ctx, f.ID, "alice", []byte("k"), base.Add(tc.at+time.Second)); err != nil {
+			t.Fatalf("CompleteFlow of the untouched flow: %v", err)
+		}
+	}
+}
+
+// checkResult checks what CloseFlowAndRecord(op) returned and what the
+// ledger holds for op.ID after it.
+func (tc closeCase) checkResult(t *testing.T, s store.Store, op *store.Operation, err error) {
+	t.Helper()
+	switch {
+	case tc.recorded != "":
+		wantRecorded(t, "CloseFlowAndRecord", err, op.ID, tc.recorded)
+		wantOutcome(t, s, op.ID, tc.recorded)
+	case tc.wantErr != nil:
+		var rec *store.RecordedError
+		if !errors.Is(err, tc.wantErr) || errors.As(err, &rec) {
+			t.Fatalf("CloseFlowAndRecord = %v, want %v (not a recorded operation)", err, tc.wantErr)
+		}
+		wantOutcome(t, s, op.ID, "")
+	case err != nil:
+		t.Fatalf("CloseFlowAndRecord: %v", err)
+	default:
+		got, gerr := s.GetOperation(context.Background(), op.ID)
+		if gerr != nil || got.Principal != "alice" || got.Name != op.Name || got.Outcome != "denied" ||
+			string(got.Result) != "denied" || !sameSecond(got.CompletedAt, op.CompletedAt) {
+			t.Fatalf("GetOperation = %+v, %v; want %+v", got, gerr, op)
+		}
+	}
+}
+
 // testCloseFlowAndRecordRace: calls that race for one flow. Closes with
 // different outcomes: one succeeds, every other gets its row, and the
 // ledger and the flow agree with it. A close and a completion: exactly
@@ -281,16 +305,26 @@ func testCloseFlowAndRecord(t *testing.T, s store.Store) {
 // and a CompleteOperation of its id: exactly one wins, and the flow is
 // closed exactly when the close won.
 func testCloseFlowAndRecordRace(t *testing.T, s store.Store) {
-	ctx := context.Background()
-	race := func(fns ...func()) {
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for _, fn := range fns {
-			wg.Go(func() { <-start; fn() })
-		}
-		close(start)
-		wg.Wait()
+	raceCloses(t, s)
+	raceCloseAndComplete(t, s)
+	raceCloseAndLedger(t, s)
+}
+
+// raceAll runs fns at once and waits for them.
+func raceAll(fns ...func()) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for _, fn := range fns {
+		wg.Go(func() { <-start; fn() })
 	}
+	close(start)
+	wg.Wait()
+}
+
+// raceCloses: closes with different outcomes; one wins, the others get
+// its row.
+func raceCloses(t *testing.T, s store.Store) {
+	ctx := context.Background()
 	outcomes := []string{"declined", "cancelled", "denied", "declined"}
 	for i := range 8 {
 		f := newFlow(t, "alice", "closes", base, 15*time.Minute)
@@ -302,7 +336,7 @@ func testCloseFlowAndRecordRace(t *testing.T, s store.Store) {
 				errs[j] = s.CloseFlowAndRecord(ctx, f.ID, closeOp(f, o, base.Add(time.Duration(j+1)*time.Minute)))
 			})
 		}
-		race(fns...)
+		raceAll(fns...)
 		won := -1
 		for j, err := range errs {
 			if err == nil {
@@ -325,11 +359,16 @@ func testCloseFlowAndRecordRace(t *testing.T, s store.Store) {
 			t.Fatalf("round %d: flow expires %v, want the winning close's time", i, got.ExpiresAt)
 		}
 	}
+}
+
+// raceCloseAndComplete: a close and a completion; exactly one wins.
+func raceCloseAndComplete(t *testing.T, s store.Store) {
+	ctx := context.Background()
 	for i := range 8 {
 		f := newFlow(t, "alice", "k"+string(rune('a'+i)), base, 15*time.Minute)
 		mustCreateFlow(t, s, f)
 		var closeErr, completeErr error
-		race(func() { closeErr = s.CloseFlowAndRecord(ctx, f.ID, closeOp(f, "declined", base.Add(time.Minute))) },
+		raceAll(func() { closeErr = s.CloseFlowAndRecord(ctx, f.ID, closeOp(f, "declined", base.Add(time.Minute))) },
 			func() { completeErr = s.CompleteFlow(ctx, f.ID, "alice", []byte("k"), base.Add(time.Minute)) })
 		var rec *store.RecordedError
 		switch {
@@ -343,11 +382,17 @@ func testCloseFlowAndRecordRace(t *testing.T, s store.Store) {
 			t.Fatalf("round %d: close = %v, complete = %v: want exactly one to win", i, closeErr, completeErr)
 		}
 	}
+}
+
+// raceCloseAndLedger: a close and a CompleteOperation of its id; exactly
+// one wins.
+func raceCloseAndLedger(t *testing.T, s store.Store) {
+	ctx := context.Background()
 	for i := range 8 {
 		f := newFlow(t, "alice", "ledger", base, 15*time.Minute)
 		mustCreateFlow(t, s, f)
 		var closeErr, opErr error
-		race(func() { closeErr = s.CloseFlowAndRecord(ctx, f.ID, closeOp(f, "declined", base.Add(time.Minute))) },
+		raceAll(func() { closeErr = s.CloseFlowAndRecord(ctx, f.ID, closeOp(f, "declined", base.Add(time.Minute))) },
 			func() { opErr = s.CompleteOperation(ctx, closeOp(f, "other", base), nil) })
 		exp := mustGetFlow(t, s, f.ID).ExpiresAt
 		switch {
