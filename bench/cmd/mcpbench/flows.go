@@ -46,27 +46,29 @@ func startStore(ctx context.Context, o *options, st string) ([]*server, func(), 
 		}
 	}
 	var storeArgs []string
-	var elicitdStore string
+	var elicitdStore, bareApp, elicitdApp string
 	switch st {
 	case report.SQLite:
 		storeArgs = []string{"-driver", "sqlite", "-data", filepath.Join(dir, "store")}
 	case report.Postgres:
-		a, dropA, err := pgSchema(ctx, o.postgres)
+		a, appA, dropA, err := pgSchema(ctx, o.postgres)
 		if err != nil {
 			return nil, cleanup, err
 		}
 		cleanups = append(cleanups, dropA)
-		b, dropB, err := pgSchema(ctx, o.postgres)
+		b, appB, dropB, err := pgSchema(ctx, o.postgres)
 		if err != nil {
 			return nil, cleanup, err
 		}
 		cleanups = append(cleanups, dropB)
 		storeArgs, elicitdStore = []string{"-driver", "postgres", "-postgres", a}, b
+		bareApp, elicitdApp = appA, appB
 	}
 	bare, err := startServer(ctx, report.StoreServer(st), o.procs, filepath.Join(o.bin, "store"), storeArgs, nil)
 	if err != nil {
 		return nil, cleanup, err
 	}
+	bare.db = dbClient{dsn: o.postgres, app: bareApp}
 	if err := checkServer(ctx, bare, o.procs, []string{wire.ScenarioInsert}, ""); err != nil {
 		bare.stop()
 		return nil, cleanup, err
@@ -76,6 +78,7 @@ func startStore(ctx context.Context, o *options, st string) ([]*server, func(), 
 		bare.stop()
 		return nil, cleanup, err
 	}
+	e.db = dbClient{dsn: o.postgres, app: elicitdApp}
 	if err := checkServer(ctx, e, o.procs, o.flows, "check"); err != nil {
 		bare.stop()
 		e.stop()
@@ -151,18 +154,20 @@ func freeAddr() (string, error) {
 }
 
 // pgSchema creates a schema of its own in the database dsn names and
-// returns dsn with search_path set to it, and its drop.
-func pgSchema(ctx context.Context, dsn string) (string, func(), error) {
+// returns dsn with search_path set to it and application_name set to app
+// (the schema's name, so that dbClient finds the connections made with
+// it), and its drop.
+func pgSchema(ctx context.Context, dsn string) (_, app string, _ func(), _ error) {
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
-		return "", nil, fmt.Errorf("postgres: %w", err)
+		return "", "", nil, fmt.Errorf("postgres: %w", err)
 	}
 	defer conn.Close(ctx)
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	schema := "mcpbench_" + hex.EncodeToString(b)
 	if _, err := conn.Exec(ctx, `CREATE SCHEMA `+schema); err != nil {
-		return "", nil, fmt.Errorf("postgres: %w", err)
+		return "", "", nil, fmt.Errorf("postgres: %w", err)
 	}
 	drop := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -175,12 +180,57 @@ func pgSchema(ctx context.Context, dsn string) (string, func(), error) {
 	u, err := url.Parse(dsn)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		drop()
-		return "", nil, errors.New("postgres: -postgres must be a postgres:// URL")
+		return "", "", nil, errors.New("postgres: -postgres must be a postgres:// URL")
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
+	q.Set("application_name", schema)
 	u.RawQuery = q.Encode()
-	return u.String(), drop, nil
+	return u.String(), schema, drop, nil
+}
+
+// dbClient names the PostgreSQL connections of one server: those made
+// with application_name app, in the database dsn names.
+type dbClient struct{ dsn, app string }
+
+// backendCPU returns the CPU time so far (nanoseconds, from /proc) of
+// each backend serving c's connections, by process id; none when c names
+// no connections or the database runs on another machine (its process
+// ids are not ours to read).
+func (c dbClient) backendCPU(ctx context.Context) (map[int]int64, error) {
+	if c.app == "" {
+		return nil, nil
+	}
+	conn, err := pgx.Connect(ctx, c.dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE application_name = $1`, c.app)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	cpu := map[int]int64{}
+	for _, pid := range pids {
+		if t, err := procCPU(int(pid)); err == nil {
+			cpu[int(pid)] = t
+		}
+	}
+	return cpu, nil
+}
+
+// backendCPUDelta is the CPU the backends in after used since before; a
+// backend not in before started since, and counts whole.
+func backendCPUDelta(before, after map[int]int64) int64 {
+	var d int64
+	for pid, t := range after {
+		d += t - before[pid]
+	}
+	return d
 }
 
 // startTSSDK starts the TypeScript SDK v2 peer: node script.

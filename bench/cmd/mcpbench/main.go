@@ -13,7 +13,10 @@
 //
 // Per run it reports requests/s, p50/p99/p99.9 latency, errors, server
 // allocations and CPU per request (from the server's /debug/stats) and
-// server RSS (/proc/PID/status); ratios between servers are computed
+// server RSS (/proc/PID/status), and, for the servers on a PostgreSQL
+// store on this machine, the CPU of the database backends serving their
+// connections (/proc/PID/stat of the pg_stat_activity process ids with the
+// server's own application_name); ratios between servers are computed
 // within a round and reported as the median over rounds. It also runs the
 // micro benchmarks, measures the sealed state sizes and the heap growth of
 // flows left pending, and profiles elicit under load.
@@ -640,6 +643,8 @@ type server struct {
 	// lines are the process's stdout lines until it printed its
 	// addresses.
 	lines chan string
+	// db names the server's PostgreSQL connections (postgres store only).
+	db dbClient
 }
 
 // launch starts bin with args (and extra environment) with GOMAXPROCS
@@ -859,6 +864,10 @@ func measure(ctx context.Context, o *options, s *server, scenario, loadScenario 
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.name, err)
 	}
+	db0, err := s.db.backendCPU(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.name, err)
+	}
 	cpu0 := clientCPU()
 	cfg.Duration = o.duration
 	// RSS is sampled once a second during the run and at its end; VmHWM is
@@ -880,6 +889,11 @@ func measure(ctx context.Context, o *options, s *server, scenario, loadScenario 
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.name, err)
 	}
+	db1, err := s.db.backendCPU(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.name, err)
+	}
+	dbCPU := backendCPUDelta(db0, db1)
 	rss, hwm := s.rss()
 	rss = max(rss, maxRSS)
 	run := &report.Run{Server: s.name, Scenario: scenario, Conns: c, Round: round, Requests: r.Requests, Errors: r.Errors,
@@ -891,16 +905,25 @@ func measure(ctx context.Context, o *options, s *server, scenario, loadScenario 
 		run.BytesPerReq = float64(after.TotalAlloc-before.TotalAlloc) / n
 		run.ServerCPUPerReq = time.Duration(float64(after.CPUNanos-before.CPUNanos) / n)
 		run.ClientCPUPerReq = time.Duration(float64(cpu1-cpu0) / n)
+		if len(db1) > 0 {
+			run.DBCPUPerReq = time.Duration(float64(dbCPU) / n)
+		}
 	}
 	if r.Flows > 0 {
 		run.FlowsPerSec = r.FlowsPerSecond()
 		run.ServerCPUPerFlow = time.Duration(float64(after.CPUNanos-before.CPUNanos) / float64(r.Flows))
+		if len(db1) > 0 {
+			run.DBCPUPerFlow = time.Duration(float64(dbCPU) / float64(r.Flows))
+		}
 		for i := range r.Legs {
 			run.Legs = append(run.Legs, report.Latency{P50: r.Legs[i].Quantile(0.5), P99: r.Legs[i].Quantile(0.99), P999: r.Legs[i].Quantile(0.999)})
 		}
 	}
 	line := fmt.Sprintf("%s %8.0f req/s  p50 %-9s p99 %-9s p99.9 %-9s %5.0f allocs/req  cpu %-9s rss %s  err %d  load %.1f",
 		label, run.RPS, dur(run.P50), dur(run.P99), dur(run.P999), run.AllocsPerReq, dur(run.ServerCPUPerReq), mib(rss), run.Errors, loadNow)
+	if run.DBCPUPerReq > 0 {
+		line += fmt.Sprintf("  db cpu %s", dur(run.DBCPUPerReq))
+	}
 	if run.FlowsPerSec > 0 && len(run.Legs) == 2 {
 		line += fmt.Sprintf("\n    %8.0f flows/s  cpu/flow %s  first leg p50 %s p99 %s  retry p50 %s p99 %s",
 			run.FlowsPerSec, dur(run.ServerCPUPerFlow), dur(run.Legs[0].P50), dur(run.Legs[0].P99), dur(run.Legs[1].P50), dur(run.Legs[1].P99))

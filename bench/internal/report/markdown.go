@@ -430,6 +430,18 @@ func cellLat(c *Cell) string {
 	return fmt.Sprintf("%s / %s / %s", fmtDur(c.P50), fmtDur(c.P99), fmtDur(c.P999))
 }
 
+// hasDBCPU reports whether some cell has the PostgreSQL backends' CPU.
+func hasDBCPU(s *Summary) bool {
+	for _, cells := range s.Cells {
+		for _, c := range cells {
+			if c.DBCPU > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // writeFlows writes the real flows' section.
 func writeFlows(p printf, r *Results, s *Summary) {
 	st := r.Settings
@@ -447,12 +459,24 @@ func writeFlows(p printf, r *Results, s *Summary) {
 	p("Rounds alternate the bare store and elicitd, and the ratio is export flows/s ÷ bare-store inserts/s within a round (median over rounds).\n")
 	p("- **connect**: `connect_billing`'s first leg for a user with no pending flow (every request is a new user): a read of the secret and of a pending flow, then the flow stored, and the URL step asked.\n")
 	p("- **status**: `billing_status`, a read-only tool: one read (the user's secret; none is stored, so the answer is \"not connected\").\n")
-	p("- Server CPU comes from `/proc/PID/stat` (10 ms ticks) around each measured run, allocations from elicitd's `runtime.MemStats` (expvar). The load column is the 1-minute load average at the end of the runs (the largest over the rounds).\n\n")
+	p("- Server CPU comes from `/proc/PID/stat` (10 ms ticks) around each measured run, allocations from elicitd's `runtime.MemStats` (expvar). The load column is the 1-minute load average at the end of the runs (the largest over the rounds).\n")
+	if hasDBCPU(s) {
+		p("- PostgreSQL CPU is that of the database backends serving the server's own connections (each server connects with an `application_name` of its own; ")
+		p("their process ids from `pg_stat_activity`, their CPU from `/proc/PID/stat` around the run), on the same CPUs as the servers and the load generator. ")
+		p("A backend that exits during a run is not counted.\n")
+	}
+	p("\n")
 	for _, store := range st.Stores {
 		ex := FlowScenario("export", store)
 		p("### %s\n\n", storeTitle[store])
-		p("| C | bare store inserts/s | export flows/s | flows ÷ inserts | bare insert p50 / p99 | first leg p50 / p99 | accept leg p50 / p99 | elicitd CPU / flow | bare store CPU / insert | errors | load |\n")
-		p("|---:|---:|---:|---:|---|---|---|---:|---:|---:|---:|\n")
+		db := store == Postgres && hasDBCPU(s)
+		if db {
+			p("| C | bare store inserts/s | export flows/s | flows ÷ inserts | bare insert p50 / p99 | first leg p50 / p99 | accept leg p50 / p99 | elicitd CPU / flow | PostgreSQL CPU / flow | bare store CPU / insert | PostgreSQL CPU / insert | errors | load |\n")
+			p("|---:|---:|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|\n")
+		} else {
+			p("| C | bare store inserts/s | export flows/s | flows ÷ inserts | bare insert p50 / p99 | first leg p50 / p99 | accept leg p50 / p99 | elicitd CPU / flow | bare store CPU / insert | errors | load |\n")
+			p("|---:|---:|---:|---:|---|---|---|---:|---:|---:|---:|\n")
+		}
 		for _, k := range s.Keys {
 			if k.Scenario != ex {
 				continue
@@ -466,21 +490,35 @@ func writeFlows(p printf, r *Results, s *Summary) {
 				first = fmt.Sprintf("%s / %s", fmtDur(e.Legs[0].P50), fmtDur(e.Legs[0].P99))
 				accept = fmt.Sprintf("%s / %s", fmtDur(e.Legs[1].P50), fmtDur(e.Legs[1].P99))
 			}
-			bRate, bLat, bCPU, errs, load := "–", "–", "–", e.Errors, e.Load
+			bRate, bLat, bCPU, bDB, errs, load := "–", "–", "–", "–", e.Errors, e.Load
 			if b != nil {
-				bRate, bCPU, errs, load = fmtRPS(b.RPS), fmtDur(b.ServerCPU), errs+b.Errors, max(load, b.Load)
+				bRate, bCPU, bDB, errs, load = fmtRPS(b.RPS), fmtDur(b.ServerCPU), fmtDur(b.DBCPU), errs+b.Errors, max(load, b.Load)
 				bLat = fmt.Sprintf("%s / %s", fmtDur(b.P50), fmtDur(b.P99))
+			}
+			if db {
+				p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %.1f |\n", k.Conns, bRate, fmtRPS(e.FlowsPerSec), fmtRatio(s.Ratio(k, RatioFlowStore(store))),
+					bLat, first, accept, fmtDur(e.ServerCPUPerFlow), fmtDur(e.DBCPUPerFlow), bCPU, bDB, errs, load)
+				continue
 			}
 			p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %d | %.1f |\n", k.Conns, bRate, fmtRPS(e.FlowsPerSec), fmtRatio(s.Ratio(k, RatioFlowStore(store))),
 				bLat, first, accept, fmtDur(e.ServerCPUPerFlow), bCPU, errs, load)
 		}
-		p("\n| flow | C | requests/s | p50 / p99 / p99.9 | elicitd CPU / request | allocs / request | errors | load |\n|---|---:|---:|---|---:|---:|---:|---:|\n")
+		if db {
+			p("\n| flow | C | requests/s | p50 / p99 / p99.9 | elicitd CPU / request | PostgreSQL CPU / request | allocs / request | errors | load |\n|---|---:|---:|---|---:|---:|---:|---:|---:|\n")
+		} else {
+			p("\n| flow | C | requests/s | p50 / p99 / p99.9 | elicitd CPU / request | allocs / request | errors | load |\n|---|---:|---:|---|---:|---:|---:|---:|\n")
+		}
 		for _, f := range []string{"connect", "status"} {
 			for _, k := range s.Keys {
 				if k.Scenario != FlowScenario(f, store) {
 					continue
 				}
-				if c := s.Cells[k][ElicitdServer(store)]; c != nil {
+				c := s.Cells[k][ElicitdServer(store)]
+				switch {
+				case c == nil:
+				case db:
+					p("| %s | %d | %s | %s | %s | %s | %.0f | %d | %.1f |\n", f, k.Conns, fmtRPS(c.RPS), cellLat(c), fmtDur(c.ServerCPU), fmtDur(c.DBCPU), c.AllocsPerReq, c.Errors, c.Load)
+				default:
 					p("| %s | %d | %s | %s | %s | %.0f | %d | %.1f |\n", f, k.Conns, fmtRPS(c.RPS), cellLat(c), fmtDur(c.ServerCPU), c.AllocsPerReq, c.Errors, c.Load)
 				}
 			}

@@ -124,6 +124,12 @@ type Run struct {
 	FlowsPerSec      float64       `json:"flowsPerSec,omitempty"`
 	ServerCPUPerFlow time.Duration `json:"serverCPUPerFlow,omitempty"`
 	Legs             []Latency     `json:"legs,omitempty"`
+	// DBCPUPerReq and DBCPUPerFlow are the CPU time of the PostgreSQL
+	// backends serving the server's connections (user+system, from
+	// /proc), per request and per flow; zero when the database is not
+	// on this machine or the store is not PostgreSQL.
+	DBCPUPerReq  time.Duration `json:"dbCPUPerReq,omitempty"`
+	DBCPUPerFlow time.Duration `json:"dbCPUPerFlow,omitempty"`
 	// Load is the 1-minute load average at the end of the run.
 	Load float64 `json:"load,omitempty"`
 }
@@ -215,10 +221,12 @@ type Cell struct {
 	RSS                            uint64
 	Errors                         int64
 	Rounds                         int
-	// FlowsPerSec, ServerCPUPerFlow and Legs as in Run (medians).
-	FlowsPerSec      float64
-	ServerCPUPerFlow time.Duration
-	Legs             []Latency
+	// FlowsPerSec, ServerCPUPerFlow, Legs, DBCPU (per request) and
+	// DBCPUPerFlow as in Run (medians).
+	FlowsPerSec         float64
+	ServerCPUPerFlow    time.Duration
+	Legs                []Latency
+	DBCPU, DBCPUPerFlow time.Duration
 	// Load is the largest 1-minute load average seen at a run's end.
 	Load float64
 }
@@ -337,6 +345,7 @@ type cellRuns struct {
 	errs               int64
 	flows              []float64
 	cpuFlow            []time.Duration
+	dbCPU, dbCPUFlow   []time.Duration
 	// legs[i] are leg i's p50s, p99s and p99.9s.
 	legs [][3][]time.Duration
 	load float64
@@ -351,9 +360,15 @@ func (a *cellRuns) add(run Run) {
 	a.rss = max(a.rss, run.RSS)
 	a.errs += run.Errors
 	a.load = max(a.load, run.Load)
+	if run.DBCPUPerReq > 0 {
+		a.dbCPU = append(a.dbCPU, run.DBCPUPerReq)
+	}
 	if run.FlowsPerSec > 0 {
 		a.flows = append(a.flows, run.FlowsPerSec)
 		a.cpuFlow = append(a.cpuFlow, run.ServerCPUPerFlow)
+		if run.DBCPUPerFlow > 0 {
+			a.dbCPUFlow = append(a.dbCPUFlow, run.DBCPUPerFlow)
+		}
 	}
 	for i, l := range run.Legs {
 		if len(a.legs) <= i {
@@ -372,6 +387,12 @@ func (a *cellRuns) cell() *Cell {
 		RSS: a.rss, Errors: a.errs, Rounds: len(a.rps), Load: a.load}
 	if len(a.flows) > 0 {
 		c.FlowsPerSec, c.ServerCPUPerFlow = median(a.flows), medianDur(a.cpuFlow)
+	}
+	if len(a.dbCPU) > 0 {
+		c.DBCPU = medianDur(a.dbCPU)
+	}
+	if len(a.dbCPUFlow) > 0 {
+		c.DBCPUPerFlow = medianDur(a.dbCPUFlow)
 	}
 	for _, l := range a.legs {
 		c.Legs = append(c.Legs, Latency{P50: medianDur(l[0]), P99: medianDur(l[1]), P999: medianDur(l[2])})
