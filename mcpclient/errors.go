@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/mcp-elicit/elicit/mcp"
@@ -45,6 +46,10 @@ type RPCError struct {
 	Message string
 	// Data is the raw "data" member, nil when absent.
 	Data json.RawMessage
+	// RetryAfter is the answer's Retry-After header (delay-seconds or an
+	// HTTP date, RFC 9110 §10.2.3), 0 when absent or unreadable; a
+	// server sends it with a retryable error (HTTP 503).
+	RetryAfter time.Duration
 }
 
 func (e *RPCError) Error() string {
@@ -147,6 +152,9 @@ type NotMCPError struct {
 	ContentType string
 	Reason      string
 	Snippet     string
+	// RetryAfter is the answer's Retry-After header, as in RPCError (a
+	// proxy's 503 page may carry one).
+	RetryAfter time.Duration
 }
 
 func (e *NotMCPError) Error() string {
@@ -178,6 +186,48 @@ func (e *ProtocolError) Error() string {
 		s += " (" + e.Rule + ")"
 	}
 	return s
+}
+
+// TaskError: the client stopped following the task a tool call became
+// without learning how it ended, so the task may still be running on the
+// server, and will end by itself (its work, or its ttlMs). It comes from
+// CallTool and CallToolOnce when a tasks/get or tasks/update of the task
+// failed for good: a non-retryable error at once, a transient one
+// (retryable, HTTP 503, unreachable server) once TaskRetryWindow has
+// passed (SEP-2663 §Task Polling). Calling again starts a new task, so a
+// host shows TaskID rather than inviting a retry. errors.As finds it, and
+// through Unwrap the failure (an *RPCError, a *ConnectionError, …).
+type TaskError struct {
+	// Tool is the tool whose call became the task; TaskID the server's
+	// taskId (untrusted text: clean it before printing it).
+	Tool   string
+	TaskID string
+	// Err is the last failure of the request that gave up.
+	Err error
+}
+
+func (e *TaskError) Error() string {
+	return fmt.Sprintf("mcpclient: stopped following task %s (tool %s): %s; the task may still be running on the server",
+		clip(e.TaskID, 64), clip(e.Tool, 100), strings.TrimPrefix(e.Err.Error(), "mcpclient: "))
+}
+
+// Unwrap returns Err.
+func (e *TaskError) Unwrap() error { return e.Err }
+
+// retryAfter reads a Retry-After header: delay-seconds or an HTTP date
+// (RFC 9110 §10.2.3); 0 when absent, unreadable or past.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(v); err == nil {
+		return time.Duration(max(n, 0)) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
 }
 
 // clip makes untrusted text from the server safe for an error message:

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/mcp-elicit/elicit/mcp"
@@ -21,11 +22,34 @@ import (
 // When ctx ends first, the task is cancelled (tasks/cancel, best effort)
 // and ctx's error returned. Options.OnTaskUpdate hears of the task's
 // status and statusMessage as they change, for a host to show them.
+//
+// A tasks/get or tasks/update that fails transiently is sent again: a
+// retryable error (data.retryable, or HTTP 503, as a store outage or an
+// overloaded proxy answers), an HTTP 502, 503 or 504 page of a proxy, an
+// unreachable server or a broken connection (another instance may take
+// the task over). The waits grow from MinTaskRetry to MaxTaskPoll, never
+// shorter than the server's Retry-After or data.retryAfterMs, for at
+// most TaskRetryWindow from the first failure in a row. Both are safe to
+// repeat: tasks/get reads, and the server acknowledges a replayed
+// tasks/update without acting on it twice. Any other failure, or one
+// that outlasts the window, ends the call with a *TaskError naming the
+// task, which may still be running on the server.
 
 // Bounds of the wait between two tasks/get of a task being followed.
 const (
 	MinTaskPoll = 50 * time.Millisecond
 	MaxTaskPoll = 5 * time.Second
+)
+
+// Retries of a tasks/get or tasks/update of a followed task that failed
+// transiently: the first wait is MinTaskRetry, each next one twice the
+// last, at most MaxTaskPoll (and never shorter than the server's
+// Retry-After); the client gives up, with a *TaskError, when the next
+// try would come more than TaskRetryWindow after the first failure in
+// a row.
+const (
+	MinTaskRetry    = 500 * time.Millisecond
+	TaskRetryWindow = 2 * time.Minute
 )
 
 // ErrTaskCancelled: the task a tool call became was cancelled (by another
@@ -91,11 +115,8 @@ func (c *Client) followTask(ctx context.Context, out *outgoing, raw json.RawMess
 			Meta map[string]json.RawMessage `json:"_meta"`
 		}
 		seen.Polls++
-		if err := c.taskCall(ctx, mcp.MethodTasksGet, id, nil, &d); err != nil {
-			if ctx.Err() != nil {
-				c.cancelTask(id)
-			}
-			return nil, err
+		if err := c.resend(ctx, mcp.MethodTasksGet, id, nil, &d); err != nil {
+			return nil, c.lostTask(ctx, out.target, id, &TaskError{TaskID: id, Err: err})
 		}
 		c.taskUpdate(&seen, d.Status, d.StatusMessage)
 		if d.Status.Terminal() {
@@ -110,7 +131,7 @@ func (c *Client) followTask(ctx context.Context, out *outgoing, raw json.RawMess
 			}
 			rounds++
 			if err := c.answerTask(ctx, id, d.InputRequests, d.Meta); err != nil {
-				return nil, err
+				return nil, c.lostTask(ctx, out.target, id, err)
 			}
 		default:
 			return nil, &ProtocolError{Method: mcp.MethodTasksGet, Reason: fmt.Sprintf("unknown task status %q", clip(string(d.Status), 40))}
@@ -156,12 +177,13 @@ func taskOutcome(d *mcp.DetailedTask) (json.RawMessage, error) {
 }
 
 // answerTask answers a task's pending input requests through the
-// Handlers and sends them with tasks/update. A handler's error stops it:
-// the task is cancelled and the error returned (nothing is answered).
+// Handlers and sends them with tasks/update (resend). A handler's error
+// stops it: the task is cancelled and the error returned (nothing is
+// answered); any other failure is a *TaskError.
 func (c *Client) answerTask(ctx context.Context, id string, raw map[string]json.RawMessage, meta map[string]json.RawMessage) error {
 	requests, err := parseInputRequests(mcp.MethodTasksGet, raw)
 	if err != nil {
-		return err
+		return &TaskError{TaskID: id, Err: err}
 	}
 	ir := &InputRequired{InputRequests: requests}
 	if meta != nil {
@@ -178,12 +200,97 @@ func (c *Client) answerTask(ctx context.Context, id string, raw map[string]json.
 	for k, v := range answers {
 		b, err := marshal(v)
 		if err != nil {
-			return fmt.Errorf("mcpclient: encoding the answer to %q: %w", k, err)
+			return &TaskError{TaskID: id, Err: fmt.Errorf("mcpclient: encoding the answer to %q: %w", k, err)}
 		}
 		responses[k] = b
 	}
 	var ack mcp.Ack
-	return c.taskCall(ctx, mcp.MethodTasksUpdate, id, responses, &ack)
+	if err := c.resend(ctx, mcp.MethodTasksUpdate, id, responses, &ack); err != nil {
+		return &TaskError{TaskID: id, Err: err}
+	}
+	return nil
+}
+
+// lostTask is the error of a followed task that could not be followed
+// on: when ctx ended, the task is cancelled and ctx's error returned; a
+// *TaskError (the task may still run) gets the tool's name; any other
+// error (a handler's, after which answerTask cancelled the task) is
+// returned as it is.
+func (c *Client) lostTask(ctx context.Context, tool, id string, err error) error {
+	var te *TaskError
+	if !errors.As(err, &te) {
+		return err
+	}
+	if ctx.Err() != nil {
+		c.cancelTask(id)
+		return ctx.Err()
+	}
+	te.Tool = tool
+	return te
+}
+
+// resend sends a tasks/get or tasks/update of task id, and again after
+// each transient failure (see transient) until TaskRetryWindow has
+// passed since the first; it returns the last error, or ctx's once ctx
+// ended.
+func (c *Client) resend(ctx context.Context, method, id string, responses map[string]json.RawMessage, v any) error {
+	var first time.Time
+	backoff := MinTaskRetry
+	for {
+		err := c.taskCall(ctx, method, id, responses, v)
+		hint, ok := transient(err)
+		if err == nil || !ok || ctx.Err() != nil {
+			return err
+		}
+		now := time.Now()
+		if first.IsZero() {
+			first = now
+		}
+		wait := max(backoff, hint)
+		if now.Add(wait).Sub(first) > TaskRetryWindow {
+			return err
+		}
+		c.log.Info("mcpclient: retrying a task request that failed transiently", "method", method, "wait", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		backoff = min(2*backoff, MaxTaskPoll)
+	}
+}
+
+// transient reports whether a failed request may succeed if sent again
+// unchanged, and the least wait the server asked for: a retryable
+// JSON-RPC error (data.retryable, or HTTP 503), a proxy's 502, 503 or
+// 504, no connection or a broken one, a response stream cut short.
+func transient(err error) (time.Duration, bool) {
+	var (
+		rpc    *RPCError
+		conn   *ConnectionError
+		notMCP *NotMCPError
+	)
+	switch {
+	case err == nil:
+		return 0, false
+	case errors.As(err, &rpc):
+		var d struct {
+			Retryable    bool `json:"retryable"`
+			RetryAfterMs int  `json:"retryAfterMs"`
+		}
+		_ = json.Unmarshal(rpc.Data, &d)
+		hint := max(time.Duration(d.RetryAfterMs)*time.Millisecond, rpc.RetryAfter)
+		return hint, d.Retryable || rpc.HTTPStatus == http.StatusServiceUnavailable
+	case errors.As(err, &notMCP):
+		switch notMCP.StatusCode {
+		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			return notMCP.RetryAfter, true
+		}
+		return 0, false
+	}
+	return 0, errors.As(err, &conn) || errors.Is(err, ErrStreamEnded)
 }
 
 // cancelTask sends tasks/cancel for id, best effort, even when the

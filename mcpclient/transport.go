@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mcp-elicit/elicit/jsonrpc"
 	"github.com/mcp-elicit/elicit/mcp"
@@ -286,7 +287,8 @@ type reading struct {
 
 func (r *reading) notMCP(reason string, body []byte) error {
 	return &NotMCPError{Endpoint: r.c.endpoint, StatusCode: r.resp.StatusCode,
-		ContentType: clip(r.resp.Header.Get("Content-Type"), 100), Reason: reason, Snippet: clip(string(body), 200)}
+		ContentType: clip(r.resp.Header.Get("Content-Type"), 100), Reason: reason, Snippet: clip(string(body), 200),
+		RetryAfter: retryAfter(r.resp.Header, time.Now())}
 }
 
 func (r *reading) protocol(rule, format string, args ...any) error {
@@ -500,7 +502,8 @@ func (r *reading) ours(id json.RawMessage) bool {
 
 func (r *reading) rpcError(e *wireError) *RPCError {
 	status := r.resp.StatusCode
-	return &RPCError{Method: r.out.method, HTTPStatus: status, Code: e.Code, Message: e.Message, Data: e.Data}
+	return &RPCError{Method: r.out.method, HTTPStatus: status, Code: e.Code, Message: e.Message, Data: e.Data,
+		RetryAfter: retryAfter(r.resp.Header, time.Now())}
 }
 
 func (r *reading) rpcErrorTyped(e *wireError) error { return typedError(r.rpcError(e)) }
