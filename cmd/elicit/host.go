@@ -235,7 +235,8 @@ var errQuit = fmt.Errorf("%w: quit before the server acknowledged the cancel", c
 
 // callTool calls the tool; a second Ctrl-C after a task was cancelled
 // (the view's quit) returns errQuit at once, without waiting for the
-// client to finish telling the server.
+// client to finish telling the server, in a *mcpclient.TaskError: the
+// task may still be running.
 func (h *host) callTool(ctx context.Context, c *mcpclient.Client, args map[string]any) (*mcp.CallToolResult, error) {
 	type outcome struct {
 		res *mcp.CallToolResult
@@ -250,7 +251,7 @@ func (h *host) callTool(ctx context.Context, c *mcpclient.Client, args map[strin
 	case o := <-done:
 		return o.res, o.err
 	case <-h.view.quit:
-		return nil, errQuit
+		return nil, &mcpclient.TaskError{Tool: h.opts.tool, TaskID: h.view.taskID(), Err: errQuit}
 	}
 }
 
@@ -328,6 +329,17 @@ func explain(err error, endpoint string, hadToken bool) string {
 		return fmt.Sprintf("the MCP server at %s did not answer in time: %v", endpoint, err)
 	}
 	return err.Error()
+}
+
+// taskExplained: elicit stopped following the call's task without
+// learning its end; it says which task, why, and what that means.
+func taskExplained(te *mcpclient.TaskError, endpoint string, hadToken bool) string {
+	why := "you quit before the server acknowledged the cancel"
+	if !errors.Is(te.Err, errQuit) {
+		why = explain(te.Err, endpoint, hadToken)
+	}
+	return fmt.Sprintf("stopped following task %s (%s): %s. The task may still be running on the server and ends by itself "+
+		"(when its work is done, or its time to live runs out); calling again starts another task", termtext.Clip(te.TaskID, 64), te.Tool, why)
 }
 
 // missingExplained: the server needs a client capability this client

@@ -35,18 +35,24 @@
 //
 // Exit status: 0 success; 1 the tool reported an error (isError); 2 usage
 // error; 3 the call failed (server down, protocol or version error, a
-// capability the server needs and this client did not declare, a refused
-// or declined sampling or roots request) or was interrupted; 4 you
-// cancelled the task the call became (Esc or Ctrl-C; the server was sent
-// tasks/cancel, and "Cancelled." printed).
+// capability the server needs and this client did not declare, unknown
+// tool or arguments refused, a refused or declined sampling or roots
+// request) or was interrupted; 4 you cancelled the task the call became
+// (Esc or Ctrl-C; the server was sent tasks/cancel, and "Cancelled."
+// printed); 5 elicit stopped following the task without learning its end
+// (the server unreachable past mcpclient.TaskRetryWindow, an error to a
+// poll, a second Ctrl-C): its id is printed, it may still be running,
+// and calling again starts another task.
 //
 // A tool may run as a task of the tasks extension (io.modelcontextprotocol/tasks,
 // which call declares): elicit follows it, shows its id and then its
 // status and statusMessage (one updating line in interactive mode, a
 // line per change otherwise; with --json on stderr; escaped and cut to
 // maxStatusColumns in every mode), and answers its questions like any
-// others. Esc (interactive mode) or Ctrl-C cancels it;
-// a second Ctrl-C while the server is being told quits at once (exit 3).
+// others. While it works, Esc (interactive mode), Ctrl-C, SIGTERM or
+// SIGHUP (the terminal closed) cancels it; at one of its questions in
+// interactive mode, Esc and Ctrl-C dismiss the question, as at any form.
+// A second signal while the server is being told quits at once (exit 5).
 //
 // When stdin and stdout are terminals, questions are terminal forms;
 // otherwise (or with --plain) they are numbered lines on stdout, answered
@@ -71,6 +77,7 @@ import (
 
 	"github.com/mcp-elicit/elicit/check"
 	"github.com/mcp-elicit/elicit/internal/termtext"
+	"github.com/mcp-elicit/elicit/mcpclient"
 )
 
 // version is stamped by the build; "dev" otherwise.
@@ -83,6 +90,9 @@ const (
 	exitUsage     = 2
 	exitFailed    = 3
 	exitCancelled = 4
+	// exitTaskUnknown: elicit stopped following the call's task without
+	// learning its end (mcpclient.TaskError); the task may still run.
+	exitTaskUnknown = 5
 )
 
 func main() {
@@ -92,20 +102,23 @@ func main() {
 	os.Exit(code)
 }
 
-// interrupt, when set, is offered each Ctrl-C (SIGINT) first; it returns
-// true when it took care of it (a call's wait for a page or a task was
-// cancelled, see waitView.interrupt), and then the program goes on.
+// interrupt, when set, is offered each Ctrl-C (SIGINT), SIGTERM and
+// SIGHUP (the terminal was closed) first; it returns true when it took
+// care of it (a call's wait for a page or a task was cancelled, see
+// waitView.interrupt), and then the program goes on.
 var interrupt atomic.Pointer[func() bool]
 
-// interruptContext is signal.NotifyContext for SIGINT and SIGTERM, except
-// that a SIGINT the interrupt hook takes does not end the context.
+// interruptContext is signal.NotifyContext for SIGINT, SIGTERM and
+// SIGHUP, except that a signal the interrupt hook takes does not end the
+// context: so closing the terminal or a kill cancels a task as Ctrl-C
+// does, rather than leaving it to run on the server.
 func interruptContext() (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
-		for s := range sigs {
-			if f := interrupt.Load(); s == os.Interrupt && f != nil && (*f)() {
+		for range sigs {
+			if f := interrupt.Load(); f != nil && (*f)() {
 				continue
 			}
 			cancel()
@@ -157,10 +170,17 @@ and a status line: the task's status and the server's message, escaped
 like all server text and cut to 200 columns. On a terminal the line is
 updated in place (cut to its width); with --plain or off a terminal each
 change is a line; with --json the lines go to stderr. The task's questions
-are asked as in any call. Esc (on a terminal, without --plain) or Ctrl-C
-cancels the task: elicit sends tasks/cancel, prints "Cancelled." once the
-server acknowledged, and exits 4; a second Ctrl-C meanwhile quits at once
-(exit 3).
+are asked as in any call. While the task works, Esc (on a terminal,
+without --plain), Ctrl-C, SIGTERM or SIGHUP (the terminal was closed)
+cancels it: elicit sends tasks/cancel, prints "Cancelled." once the
+server acknowledged, and exits 4; a second one meanwhile quits at once
+(exit 5). At one of the task's questions on a terminal, Esc or Ctrl-C
+dismisses that question, as at any form (the server decides what
+follows); in line mode (--plain, or off a terminal) Ctrl-C cancels the
+task there too, and :cancel dismisses the question. If the server stops
+answering (errors or unreachable for over 2 minutes), elicit stops
+following the task, prints its id and exits 5: the task may still be
+running and ends by itself; calling again starts another one.
 
 Exit status (elicit check has its own: elicit check -h):
   0  success
@@ -168,9 +188,14 @@ Exit status (elicit check has its own: elicit check -h):
   2  usage error
   3  the call failed (server down or not MCP, another protocol version,
      HTTP 401/403 or a failed sign-in, a client capability the server
-     needs, a refused or declined sampling or roots request) or was
-     interrupted by a Ctrl-C that had no task or wait to cancel
-  4  you cancelled the task the call became (Esc or Ctrl-C)
+     needs, unknown tool or arguments refused, a refused or declined
+     sampling or roots request) or was interrupted by a Ctrl-C that had
+     no task or wait to cancel
+  4  you cancelled the task the call became (Esc, Ctrl-C, SIGTERM, SIGHUP)
+  5  elicit stopped following the call's task without learning its end
+     (the server failed or was unreachable too long, or a second Ctrl-C):
+     the task, whose id was printed, may still be running on the server
+     and ends by itself; calling again starts another task
 `
 
 // run is the whole program; it returns the exit status.
@@ -214,12 +239,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "logout":
 		err = h.logout(ctx)
 	}
-	var toolErr *toolError
+	var (
+		toolErr *toolError
+		taskErr *mcpclient.TaskError
+	)
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &toolErr):
 		return exitToolError
+	case errors.As(err, &taskErr):
+		fmt.Fprintf(stderr, "elicit: %s\n", termtext.Line(taskExplained(taskErr, opts.server(), opts.token != "")))
+		return exitTaskUnknown
 	case errors.Is(err, errCancelledByUser):
 		return exitCancelled // call printed "Cancelled."
 	case errors.Is(err, errUsage):

@@ -7,15 +7,20 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/signal"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	elicitpkg "github.com/mcp-elicit/elicit/elicit"
 	"github.com/mcp-elicit/elicit/mcp"
+	"github.com/mcp-elicit/elicit/mcpclient"
 	"github.com/mcp-elicit/elicit/mcpserver"
 	"github.com/mcp-elicit/elicit/streamhttp"
 )
@@ -38,6 +43,8 @@ type taskServer struct {
 	ended chan struct{}
 	// holdCancel, when set, holds tasks/cancel requests until the test ends.
 	holdCancel chan struct{}
+	// refuseGet, once set, answers tasks/get with a -32602.
+	refuseGet atomic.Bool
 
 	mu      sync.Mutex
 	methods []string // Mcp-Method of each request
@@ -83,7 +90,10 @@ func newTaskServer(t *testing.T, holdCancel bool) *taskServer {
 		if r.TaskAllowed() {
 			return mcpserver.RunAsTask(), nil
 		}
-		if r.Elicitation("start").Outcome != elicitpkg.Accepted {
+		switch r.Elicitation("start").Outcome {
+		case elicitpkg.Declined, elicitpkg.Cancelled:
+			return mcpserver.ToolError("not started"), nil
+		case elicitpkg.Missing:
 			_ = r.SetStatusMessage("Waiting for your go")
 			return mcpserver.Ask().ElicitForm("start", "Start the export?",
 				json.RawMessage(`{"type":"object","properties":{"confirm":{"type":"boolean","title":"Go"}},"required":["confirm"]}`)), nil
@@ -96,6 +106,11 @@ func newTaskServer(t *testing.T, holdCancel bool) *taskServer {
 		ts.mu.Lock()
 		ts.methods = append(ts.methods, m)
 		ts.mu.Unlock()
+		if m == mcp.MethodTasksGet && ts.refuseGet.Load() {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32602,"message":"Unknown task"}}`)
+			return
+		}
 		if m == mcp.MethodTasksCancel && ts.holdCancel != nil {
 			select {
 			case <-ts.holdCancel:
@@ -195,8 +210,8 @@ func TestCallTaskLineMode(t *testing.T) {
 
 // TestCallTaskCtrlC: Ctrl-C while a task works sends tasks/cancel (the
 // run's context ends on the server), says "Cancelled." and exits 4. A
-// second Ctrl-C while the server has not yet acknowledged quits at once
-// (exit 3, "interrupted").
+// second Ctrl-C while the server has not yet acknowledged quits at once:
+// exit 5, naming the task, which may still be running.
 func TestCallTaskCtrlC(t *testing.T) {
 	t.Run("cancel", func(t *testing.T) {
 		ts := newTaskServer(t, false)
@@ -232,8 +247,147 @@ func TestCallTaskCtrlC(t *testing.T) {
 			t.Fatal("the second Ctrl-C was not taken")
 		}
 		code := <-done // tasks/cancel is still held by the server
-		if code != exitFailed || !strings.Contains(stderr.String(), "interrupted") || strings.Contains(stdout.String(), "Cancelled.\n") {
-			t.Errorf("exit %d, want %d:\n%s\n%s", code, exitFailed, stdout, stderr)
+		id := taskStartRe.FindStringSubmatch(stdout.String())[1]
+		if code != exitTaskUnknown || !strings.Contains(stderr.String(), "stopped following task "+id+" (slow_export): you quit") ||
+			!strings.Contains(stderr.String(), "may still be running") || strings.Contains(stdout.String(), "Cancelled.\n") {
+			t.Errorf("exit %d, want %d:\n%s\n%s", code, exitTaskUnknown, stdout, stderr)
 		}
 	})
+}
+
+// TestCallTaskLost: when elicit stops following a task without learning
+// its end (here the server refuses a poll with -32602), it names the
+// task, says it may still be running and ends by itself, and exits 5,
+// not the "failed, try again" of exit 3: calling again would start a
+// second task.
+func TestCallTaskLost(t *testing.T) {
+	ts := newTaskServer(t, false)
+	stdout, stderr, done := elicitAsync(t, "call", "slow_export", "--url", ts.base+"/mcp", "--no-login")
+	waitFor(t, stdout, taskStartRe)
+	ts.refuseGet.Store(true)
+	code := <-done
+	id := taskStartRe.FindStringSubmatch(stdout.String())[1]
+	want := "elicit: stopped following task " + id + " (slow_export): tasks/get: server error -32602: Unknown task. The task may still be running on the server and ends by itself"
+	if code != exitTaskUnknown || !strings.Contains(stderr.String(), want) {
+		t.Errorf("exit %d, want %d and %q:\n%s", code, exitTaskUnknown, want, stderr)
+	}
+}
+
+// TestCallTaskSignals: SIGHUP (the terminal was closed) and SIGTERM
+// while a task works cancel it as Ctrl-C does: tasks/cancel reaches the
+// run, "Cancelled.", exit 4. A second signal while the server has not
+// acknowledged quits at once, naming the task (exit 5). The signals are
+// real, sent to this process; guard keeps one that elicit did not catch
+// from ending the test binary.
+func TestCallTaskSignals(t *testing.T) {
+	guard := make(chan os.Signal, 4)
+	signal.Notify(guard, syscall.SIGHUP, syscall.SIGTERM)
+	defer signal.Stop(guard)
+	for _, tc := range []struct {
+		name     string
+		sigs     []syscall.Signal
+		hold     bool // the server holds tasks/cancel
+		wantCode int
+	}{
+		{"SIGHUP", []syscall.Signal{syscall.SIGHUP}, false, exitCancelled},
+		{"SIGTERM", []syscall.Signal{syscall.SIGTERM}, false, exitCancelled},
+		{"SIGTERM then SIGHUP", []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP}, true, exitTaskUnknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := newTaskServer(t, tc.hold)
+			ctx, stop := interruptContext()
+			defer stop()
+			inR, inW := io.Pipe()
+			defer inW.Close()
+			stdout, stderr := &syncBuffer{}, &syncBuffer{}
+			done := make(chan int, 1)
+			go func() {
+				done <- run(ctx, []string{"call", "slow_export", "--url", ts.base + "/mcp", "--no-login"}, inR, stdout, stderr)
+			}()
+			waitFor(t, stdout, taskStartRe)
+			for i, sig := range tc.sigs {
+				if err := syscall.Kill(os.Getpid(), sig); err != nil {
+					t.Fatal(err)
+				}
+				if i == 0 && len(tc.sigs) > 1 {
+					waitFor(t, stdout, regexp.MustCompile(`Cancelling task [0-9a-f]{32}: telling the server`))
+				}
+			}
+			var code int
+			select {
+			case code = <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("elicit did not end on %s:\n%s", tc.name, stdout)
+			}
+			id := taskStartRe.FindStringSubmatch(stdout.String())[1]
+			switch {
+			case code != tc.wantCode:
+				t.Errorf("exit %d, want %d:\n%s\n%s", code, tc.wantCode, stdout, stderr)
+			case code == exitCancelled && lastOf(stdout.String()) != "Cancelled.":
+				t.Errorf("Cancelled. is not last:\n%s", stdout)
+			case code == exitTaskUnknown && !strings.Contains(stderr.String(), "stopped following task "+id):
+				t.Errorf("the task is not named:\n%s", stderr)
+			}
+			if !tc.hold {
+				ts.runEnded(t)
+			}
+			if !ts.saw(mcp.MethodTasksCancel) {
+				t.Error("the server got no tasks/cancel")
+			}
+		})
+	}
+}
+
+// TestCallTaskQuestionLineMode: in line mode, Ctrl-C at one of a task's
+// questions cancels the task, as the banner says ("Ctrl-C cancels
+// it."); :cancel dismisses the question instead, and the tool decides
+// what follows (here, an isError result: exit 1, no tasks/cancel).
+func TestCallTaskQuestionLineMode(t *testing.T) {
+	t.Run("Ctrl-C", func(t *testing.T) {
+		ts := newTaskServer(t, false)
+		stdout, _, done := elicitAsync(t, "call", "ask_export", "--url", ts.base+"/mcp", "--no-login")
+		waitFor(t, stdout, regexp.MustCompile(`Start the export\?`))
+		if !ctrlC(t) {
+			t.Fatal("Ctrl-C at the task's question was not taken")
+		}
+		if code := <-done; code != exitCancelled || lastOf(stdout.String()) != "Cancelled." || !ts.saw(mcp.MethodTasksCancel) {
+			t.Errorf("exit %d, want %d, Cancelled. and tasks/cancel:\n%s", code, exitCancelled, stdout)
+		}
+	})
+	t.Run(":cancel", func(t *testing.T) {
+		ts := newTaskServer(t, false)
+		inR, inW := io.Pipe()
+		defer inW.Close()
+		stdout, stderr := &syncBuffer{}, &syncBuffer{}
+		done := make(chan int, 1)
+		go func() {
+			done <- run(context.Background(), []string{"call", "ask_export", "--url", ts.base + "/mcp", "--no-login"}, inR, stdout, stderr)
+		}()
+		waitFor(t, stdout, regexp.MustCompile(`Start the export\?`))
+		_, _ = io.WriteString(inW, ":cancel\n")
+		if code := <-done; code != exitToolError || lastOf(stdout.String()) != "not started" || ts.saw(mcp.MethodTasksCancel) {
+			t.Errorf("exit %d, want %d and the tool's text:\n%s\n%s", code, exitToolError, stdout, stderr)
+		}
+	})
+}
+
+// TestTaskBanner: the line that names the task says what cancels it,
+// and in interactive mode that the same keys at one of its questions
+// dismiss the question (a form's own cancel), not the task.
+func TestTaskBanner(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		esc  *escWatch
+		want string
+	}{
+		{"line mode", nil, "The server runs this call as task abc. Ctrl-C cancels it.\n"},
+		{"interactive", &escWatch{}, "The server runs this call as task abc. Esc or Ctrl-C cancels it while it works; at one of its questions, they dismiss the question.\n"},
+	} {
+		var out strings.Builder
+		v := &waitView{out: &out, esc: tc.esc, cols: func() int { return 0 }}
+		v.onTask(mcpclient.TaskUpdate{Tool: "t", TaskID: "abc", Status: mcp.TaskInputRequired})
+		if got, _, _ := strings.Cut(out.String(), "Task "); got != tc.want {
+			t.Errorf("%s: banner %q, want %q", tc.name, got, tc.want)
+		}
+	}
 }

@@ -57,12 +57,34 @@ func (v *waitView) cancelHint() string {
 	return "Ctrl-C"
 }
 
+// taskHint says how to cancel a task, and, in interactive mode, what the
+// same keys do at its questions: a form takes them as its own cancel
+// (the question is dismissed, the server decides what follows), as at
+// every form. In line mode a question is dismissed with :cancel, and
+// Ctrl-C cancels the task there too.
+func (v *waitView) taskHint() string {
+	if v.esc != nil {
+		return "Esc or Ctrl-C cancels it while it works; at one of its questions, they dismiss the question."
+	}
+	return "Ctrl-C cancels it."
+}
+
+// taskID is the id of the live task, "" when none.
+func (v *waitView) taskID() string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.task == nil {
+		return ""
+	}
+	return v.task.TaskID
+}
+
 // onTask is mcpclient.Options.OnTaskUpdate.
 func (v *waitView) onTask(u mcpclient.TaskUpdate) {
 	v.mu.Lock()
 	if u.Polls == 0 {
 		v.finishLine()
-		fmt.Fprintf(v.out, "The server runs this call as task %s. %s cancels it.\n", termtext.Clip(u.TaskID, 64), v.cancelHint())
+		fmt.Fprintf(v.out, "The server runs this call as task %s. %s\n", termtext.Clip(u.TaskID, 64), v.taskHint())
 	}
 	live := !u.Status.Terminal()
 	if live {
