@@ -2,11 +2,13 @@ package mcpclient_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +19,7 @@ import (
 	"github.com/mcp-elicit/elicit/internal/mcptest"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpclient"
+	"github.com/mcp-elicit/elicit/mcpserver"
 	"github.com/mcp-elicit/elicit/streamhttp"
 )
 
@@ -212,4 +215,39 @@ func TestTaskRetryWindow(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A host tells a task it stopped following (the server refused a poll,
+// or stayed unreachable past TaskRetryWindow) from a failed call: the
+// task may still be running, so it shows the id instead of calling
+// again, which would start a second task.
+func ExampleTaskError() {
+	s := mcpserver.New(mcp.Implementation{Name: "exporter", Version: "1.0.0"}, nil)
+	s.EnableTasks(nil)
+	s.AddToolWith(&mcp.Tool{Name: "export"}, func(ctx context.Context, req *mcpserver.Request) (mcpserver.Reply, error) {
+		if req.TaskAllowed() {
+			return mcpserver.RunAsTask(), nil
+		}
+		return mcpserver.Text("Report exported."), nil
+	}, &mcpserver.HandlerOptions{Tasks: mcpserver.TaskOptional})
+	h := streamhttp.NewHandler(s, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(mcp.HeaderMethod) == mcp.MethodTasksGet {
+			unknownTask(w, r) // a proxy in front lost track of the task
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	defer s.WaitTasks()
+
+	c := mcpclient.New(srv.URL, &mcpclient.Options{Extensions: map[string]json.RawMessage{mcp.ExtensionTasks: nil}})
+	_, err := c.CallTool(context.Background(), "export", nil)
+	var te *mcpclient.TaskError
+	var rpc *mcpclient.RPCError
+	if errors.As(err, &te) && errors.As(err, &rpc) {
+		fmt.Printf("task of %s, id of %d characters, may still be running (the server said %d)\n", te.Tool, len(te.TaskID), rpc.Code)
+	}
+	// Output:
+	// task of export, id of 32 characters, may still be running (the server said -32602)
 }

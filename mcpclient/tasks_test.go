@@ -141,3 +141,45 @@ func TestTaskResultWithoutExtension(t *testing.T) {
 		}
 	})
 }
+
+// TestTypedToolAsTask: a typed tool (mcpserver.AddToolWith) runs as a
+// task as a raw handler does, RunAsTask() as its Reply, and the task's
+// result carries its output as structuredContent (docs/tasks.md).
+func TestTypedToolAsTask(t *testing.T) {
+	type exportArgs struct {
+		Period string `json:"period"`
+	}
+	type exportOut struct {
+		Rows int    `json:"rows"`
+		To   string `json:"to"`
+	}
+	synctest.Test(t, func(t *testing.T) {
+		s := mcpserver.New(mcp.Implementation{Name: "typed", Version: "1"}, nil)
+		s.EnableTasks(nil)
+		mcpserver.AddToolWith(s, &mcp.Tool{Name: "export"},
+			func(ctx context.Context, req *mcpserver.Request, in exportArgs) (mcpserver.Reply, exportOut, error) {
+				if req.TaskAllowed() {
+					return mcpserver.RunAsTask(), exportOut{}, nil
+				}
+				to := req.Elicitation("to")
+				if to.Outcome == elicit.Missing {
+					return mcpserver.Ask().ElicitForm("to", "Who gets the "+in.Period+" export?",
+						json.RawMessage(`{"type":"object","properties":{"email":{"type":"string"}},"required":["email"]}`)), exportOut{}, nil
+				}
+				return nil, exportOut{Rows: 42, To: to.Content["email"].(string)}, nil
+			}, &mcpserver.HandlerOptions{Tasks: mcpserver.TaskOptional})
+		var statuses []mcp.TaskStatus
+		asked := 0
+		c := mcpclient.New("http://127.0.0.1/mcp", &mcpclient.Options{HTTPClient: mcptest.PipeServer(t, streamhttp.NewHandler(s, nil)),
+			Extensions: withTasks, Handlers: recipient(&asked),
+			OnTaskUpdate: func(u mcpclient.TaskUpdate) { statuses = append(statuses, u.Status) }})
+		r, err := c.CallTool(context.Background(), "export", map[string]any{"period": "2026-Q2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := json.Marshal(r.StructuredContent)
+		if string(got) != `{"rows":42,"to":"ada@example.com"}` || asked != 1 || len(statuses) == 0 || statuses[0] != mcp.TaskWorking {
+			t.Fatalf("structuredContent %s, asked %d, statuses %v", got, asked, statuses)
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"go/ast"
 	"go/token"
 	"io"
+	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -333,4 +334,34 @@ func listedExitCodes(help string) []int {
 		}
 	}
 	return codes
+}
+
+// TestHelpAndDocsAgreeOnExitCauses: elicit --help and docs/elicit.md
+// name the same causes for each exit status of a call (whitespace aside),
+// so neither leaves out one the other gives.
+func TestHelpAndDocsAgreeOnExitCauses(t *testing.T) {
+	var help strings.Builder
+	if code := run(context.Background(), []string{"--help"}, strings.NewReader(""), &help, io.Discard); code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	doc, err := os.ReadFile("../../docs/elicit.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	causes := map[int][]string{
+		exitFailed: {"server down or not MCP", "another protocol version", "HTTP 401/403", "failed sign-in",
+			"unknown tool or arguments refused", "sampling or roots request", "Ctrl-C"},
+		exitCancelled:   {"you cancelled", "SIGTERM", "SIGHUP"},
+		exitTaskUnknown: {"stopped following", "may still be running", "calling again starts another task"},
+	}
+	for code, list := range causes {
+		for _, c := range list {
+			for name, text := range map[string]string{"elicit --help": help.String(), "docs/elicit.md": string(doc)} {
+				if !strings.Contains(flat(text), c) {
+					t.Errorf("%s does not give %q as a cause of exit %d", name, c, code)
+				}
+			}
+		}
+	}
 }

@@ -18,8 +18,10 @@ import (
 // shows raw), and Esc or Ctrl-C cancels the task: the server gets
 // tasks/cancel, the run's context ends, "Cancelled." is the last line and
 // the exit status 4. A second Ctrl-C while the server has not
-// acknowledged quits at once (exit 3). A task that asks a question
-// mid-way gets the form, and Esc cancels its work afterwards.
+// acknowledged quits at once (exit 5, naming the task). A task that asks
+// a question mid-way gets the form, and Esc cancels its work afterwards;
+// Esc at the question dismisses the question, not the task. Closing the
+// terminal (SIGHUP) cancels the task.
 //
 // It needs tmux, and is skipped without it unless ELICIT_TMUX_TEST=require.
 func TestTmuxTask(t *testing.T) {
@@ -30,8 +32,8 @@ func TestTmuxTask(t *testing.T) {
 	t.Cleanup(tm.kill)
 	start := func(session, tool string, ts *taskServer) string {
 		tm.start(session, fmt.Sprintf("%s call %s --url %s/mcp --no-login", elicitBin, tool, ts.base))
-		screen := tm.waitFor(session, "Esc or Ctrl-C cancels it.")
-		if !regexp.MustCompile(`The server runs this call as task [0-9a-f]{32}\. Esc or Ctrl-C cancels it\.`).MatchString(screen) {
+		screen := tm.waitFor(session, "dismiss the question.")
+		if !regexp.MustCompile(`The server runs this call as task [0-9a-f]{32}\. Esc or Ctrl-C cancels it while it works; at one of its questions, they dismiss\s+the question\.`).MatchString(screen) {
 			t.Errorf("%s: no task id shown:\n%s", session, screen)
 		}
 		return screen
@@ -79,8 +81,8 @@ func TestTmuxTask(t *testing.T) {
 		tm.waitFor("quit", "Ctrl-C again quits at once")
 		tm.keys("quit", "C-c")
 		status, screen := tm.waitDead("quit") // tasks/cancel is still held
-		if status != "3" || !strings.Contains(screen, "elicit: interrupted") || strings.Contains(screen, "Cancelled.\n") {
-			t.Errorf("second Ctrl-C: exit %s, want 3, interrupted:\n%s", status, screen)
+		if status != "5" || !strings.Contains(screen, "may still be running") || strings.Contains(screen, "Cancelled.\n") {
+			t.Errorf("second Ctrl-C: exit %s, want 5, may still be running:\n%s", status, screen)
 		}
 	}
 	{ // a question, then Esc
@@ -92,6 +94,28 @@ func TestTmuxTask(t *testing.T) {
 		work("ask", ts)
 		tm.keys("ask", "Escape")
 		cancelled("ask", ts)
+	}
+	{ // Esc at the task's question dismisses the question
+		ts := newTaskServer(t, false)
+		start("dismiss", "ask_export", ts)
+		tm.waitFor("dismiss", "Fill in this form?")
+		tm.keys("dismiss", "Escape")
+		status, screen := tm.waitDead("dismiss")
+		if status != "1" || lastLine(screen) != "not started" || ts.saw(mcp.MethodTasksCancel) {
+			t.Errorf("Esc at the question: exit %s, want 1 and the tool's answer, no tasks/cancel:\n%s", status, screen)
+		}
+	}
+	{ // the terminal is closed while the task works
+		ts := newTaskServer(t, false)
+		start("hangup", "slow_export", ts)
+		work("hangup", ts)
+		if _, err := tm.run("kill-session", "-t", "hangup"); err != nil {
+			t.Fatal(err)
+		}
+		ts.runEnded(t)
+		if !ts.saw(mcp.MethodTasksCancel) {
+			t.Error("closing the terminal sent no tasks/cancel")
+		}
 	}
 }
 
