@@ -253,5 +253,5 @@ func ExampleOutcomes() {
 		counts[o] = 0
 	}
 	fmt.Println(len(counts), counts[mcpserver.OutcomeLeaseLost])
-	// Output: 13 0
+	// Output: 14 0
 }

@@ -22,8 +22,8 @@ import (
 type Outcome string
 
 // Outcomes, in the order Observe derives them (the first that applies);
-// a task run stopped before it settled is cancelled, lease_lost or
-// expired, whatever else applies:
+// a task run stopped before it settled is cancelled, lease_lost,
+// interrupted or expired, whatever else applies:
 const (
 	// OutcomeCapabilityMissing: -32021, the request lacked a client
 	// capability the reply needed (CAP-S-03).
@@ -55,6 +55,11 @@ const (
 	// No one cancelled it: the task goes on, or ended, under the other
 	// run, whose rounds are reported as usual.
 	OutcomeLeaseLost Outcome = "lease_lost"
+	// OutcomeInterrupted is for a task run only: its instance shut down
+	// while it ran (Server.StopTasks), so the run was stopped and its
+	// lease released. No one cancelled it: the task goes on under the
+	// instance that takes it over at its next tasks/get.
+	OutcomeInterrupted Outcome = "interrupted"
 	// OutcomePending: a URL-mode elicitation was accepted but the handler
 	// asked the same key again: the user consented to open the page but
 	// has not finished there yet.
@@ -86,7 +91,7 @@ const (
 // without changing what another caller gets.
 func Outcomes() []Outcome {
 	return []Outcome{OutcomeCompleted, OutcomeInputRequired, OutcomeTask, OutcomeAccepted, OutcomeDeclined, OutcomeCancelled,
-		OutcomeLeaseLost, OutcomePending, OutcomeExpired, OutcomeInvalidState, OutcomeCapabilityMissing, OutcomeIdentityMismatch, OutcomeFault}
+		OutcomeLeaseLost, OutcomeInterrupted, OutcomePending, OutcomeExpired, OutcomeInvalidState, OutcomeCapabilityMissing, OutcomeIdentityMismatch, OutcomeFault}
 }
 
 // Round is what the server reports about one round (one tools/call,

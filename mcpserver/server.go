@@ -93,7 +93,7 @@
 //     MissingCapability, RestartReason, MaxReasks.
 //   - Extensions and tasks: AddExtension; EnableTasks, TaskOptions
 //     (DefaultMaxTasksPerUser), TaskSupport, RunAsTask, WaitTasks,
-//     SweepTasks; TaskStore, MemoryTaskStore (records are store.Task).
+//     StopTasks, SweepTasks; TaskStore, MemoryTaskStore (records are store.Task).
 //   - Failures: ErrUnavailable, ReasonStorageFull.
 //   - Observation for audit and metrics: Observer, Round, Outcome, Outcomes.
 package mcpserver

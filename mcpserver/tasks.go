@@ -108,6 +108,9 @@ type tasks struct {
 	mu      sync.Mutex
 	running map[string]*taskRun
 	wg      sync.WaitGroup
+	// stopping is set by StopTasks: a run launched after it gives its
+	// lease back at once instead of running.
+	stopping bool
 }
 
 // taskRun is a run of a task's handler on this instance and the lease it
@@ -127,10 +130,15 @@ type taskRun struct {
 	until time.Time
 
 	// stopped is why the run was stopped before it settled, when it was
-	// not tasks/cancel: OutcomeLeaseLost or OutcomeExpired. Its round
-	// is observed so (stopOutcome).
+	// not tasks/cancel: OutcomeLeaseLost, OutcomeExpired or
+	// OutcomeInterrupted, the first reason found (stop). Its round is
+	// observed so (stopOutcome).
 	stopped atomic.Value // Outcome
 }
+
+// stop records why the run is being stopped, unless a reason is
+// recorded already: the first one is why.
+func (r *taskRun) stop(why Outcome) { r.stopped.CompareAndSwap(nil, why) }
 
 // stopOutcome is the outcome observed for a run stopped before it
 // settled: why it was stopped, OutcomeCancelled unless stopped says else.
@@ -242,6 +250,77 @@ func (s *Server) WaitTasks() {
 	if t := s.tasksRuntime(); t != nil {
 		t.wg.Wait()
 	}
+}
+
+// StopTasks interrupts the task runs of this instance, for a shutdown:
+// each run still going is stopped (its context ends) and its lease is
+// released in the store, fenced by the lease's token like every write of
+// the run, so the next tasks/get on any instance sharing the store takes
+// the task over at once instead of after TaskOptions.Lease. Each such
+// run is observed as OutcomeInterrupted; a run that settles before the
+// release is observed as usual, and what a run returns after it is
+// dropped. A run that would start later (a tasks/update still being
+// served) releases its lease instead of running. StopTasks then waits
+// until the runs have returned, or ctx ends (ctx's error, wrapped: a
+// handler that ignores its context still holds its goroutine; the
+// task's lease is released all the same). It returns a store error, the
+// first, when a lease could not be released: that task is taken over
+// once its lease runs out, as after a crash. Tasks stay in the store.
+func (s *Server) StopTasks(ctx context.Context) error {
+	rt := s.tasksRuntime()
+	if rt == nil {
+		return nil
+	}
+	rt.mu.Lock()
+	rt.stopping = true
+	runs := slices.Collect(maps.Values(rt.running))
+	rt.mu.Unlock()
+	var first error
+	for _, run := range runs {
+		if err := s.interrupt(ctx, rt, run); err != nil && first == nil {
+			first = err
+		}
+	}
+	done := make(chan struct{})
+	go func() { rt.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return first
+	case <-ctx.Done():
+		return errors.Join(first, fmt.Errorf("mcpserver: task runs still going after they were interrupted: %w", ctx.Err()))
+	}
+}
+
+// interrupt stops run for a shutdown and releases its lease.
+func (s *Server) interrupt(ctx context.Context, rt *tasks, run *taskRun) error {
+	run.stop(OutcomeInterrupted)
+	run.cancel()
+	if err := run.release(ctx, rt); err != nil {
+		s.log.Warn("mcpserver: task lease not released at shutdown; another instance takes the task over when it runs out", "task", run.id, "err", err)
+		return err
+	}
+	s.log.Info("mcpserver: task run interrupted by the shutdown; its lease is released for another instance", "task", run.id)
+	return nil
+}
+
+// release ends the run's lease now, when the run still holds it: the
+// lease's end becomes the present, so a tasks/get anywhere takes the task
+// over. Every later write of the run finds another token and is refused.
+func (r *taskRun) release(ctx context.Context, rt *tasks) error {
+	r.lock <- struct{}{}
+	defer func() { <-r.lock }()
+	_, err := rt.store.UpdateTask(ctx, r.id, func(t *store.Task) error {
+		if t.Status != mcp.TaskWorking || !t.LeaseUntil.Equal(r.until) {
+			return errNoChange
+		}
+		t.LeaseUntil = rt.now().UTC().Truncate(time.Microsecond)
+		return nil
+	})
+	r.until = time.Time{} // held by no run: a working task's lease is never zero
+	if errors.Is(err, errNoChange) || errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	return err
 }
 
 // SweepTasks deletes the tasks whose TTL has passed from the store and
@@ -400,8 +479,18 @@ func (s *Server) launch(rt *tasks, id string, until time.Time) {
 	ctx, cancel := context.WithCancel(context.Background())
 	run := &taskRun{id: id, cancel: cancel, lock: make(chan struct{}, 1), until: until}
 	rt.mu.Lock()
-	rt.running[id] = run
+	stopping := rt.stopping
+	if !stopping {
+		rt.running[id] = run
+	}
 	rt.mu.Unlock()
+	if stopping { // StopTasks has run: another instance takes the task over
+		cancel()
+		if err := run.release(context.Background(), rt); err != nil {
+			s.log.Warn("mcpserver: task lease not released at shutdown; another instance takes the task over when it runs out", "task", id, "err", err)
+		}
+		return
+	}
 	rt.wg.Add(1)
 	go func() {
 		defer rt.wg.Done()
@@ -471,14 +560,14 @@ func (s *Server) renew(rt *tasks, run *taskRun) bool {
 	case errors.Is(err, errTaskEnded), errors.Is(err, store.ErrNotFound):
 		switch {
 		case errors.Is(err, store.ErrNotFound): // deleted after its TTL
-			run.stopped.Store(OutcomeExpired)
+			run.stop(OutcomeExpired)
 		case ended != mcp.TaskCancelled: // another run settled it
-			run.stopped.Store(OutcomeLeaseLost)
+			run.stop(OutcomeLeaseLost)
 		}
 		s.log.Info("mcpserver: task ended elsewhere; stopping its run", "task", run.id)
 		return false
 	case errors.Is(err, errLeaseLost):
-		run.stopped.Store(OutcomeLeaseLost)
+		run.stop(OutcomeLeaseLost)
 		s.log.Warn("mcpserver: task run lost its lease (its instance stalled) and another run took the task over; stopping this one", "task", run.id)
 		return false
 	case err != nil && !errors.Is(err, errNoChange):
@@ -551,7 +640,7 @@ func (s *Server) runTask(ctx context.Context, rt *tasks, run *taskRun) (again bo
 	case errors.Is(err, errLeaseLost), errors.Is(err, errNoChange) && found != mcp.TaskCancelled && !cancelled:
 		// Another run holds the task, or has moved it on (asked,
 		// settled) since this run lost its lease.
-		run.stopped.Store(OutcomeLeaseLost)
+		run.stop(OutcomeLeaseLost)
 		s.log.Warn("mcpserver: task run lost its lease (its instance stalled) and another run took the task over; its outcome is dropped", "task", run.id)
 		settled = nil
 	case err != nil && !errors.Is(err, errNoChange):

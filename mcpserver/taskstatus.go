@@ -81,7 +81,7 @@ func (t *taskStatus) set(msg string) error {
 	case errors.Is(err, errNoChange):
 		return nil
 	case errors.Is(err, errLeaseLost): // another instance runs the task now: this run is over
-		t.run.stopped.Store(OutcomeLeaseLost)
+		t.run.stop(OutcomeLeaseLost)
 		t.run.cancel()
 		return t.ctx.Err()
 	}

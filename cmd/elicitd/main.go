@@ -235,7 +235,21 @@ func run(args []string, stdout, stderr io.Writer) (err error) {
 		}()
 	}
 	logger.Info("elicitd listening", "addr", ln.Addr().String(), "mcp", cfg.publicURL+"/mcp", "pages", cfg.publicURL+"/ui/", "data", cfg.dataDir, "store", storeName(cfg), "version", version)
-	return serve.RunFor(ctx, srv, ln, logger, cfg.shutdownTimeout)
+	err = serve.RunFor(ctx, srv, ln, logger, cfg.shutdownTimeout)
+	return errors.Join(err, app.stopTasks(cfg.shutdownTimeout))
+}
+
+// stopTasks interrupts the task runs still going once no request is
+// served any more (mcpserver.Server.StopTasks): each run's lease is
+// released, so another instance sharing the store, or this one
+// restarted, takes its task over at its next tasks/get instead of after
+// --task-lease, and each run is audited as interrupted. It waits at most
+// timeout for the runs to return; an error (a run that did not return,
+// a lease the store did not release) makes the exit status 1.
+func (a *app) stopTasks(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return a.mcp.StopTasks(ctx)
 }
 
 // app is elicitd's whole HTTP surface: /mcp, /ui/, /healthz, /readyz and

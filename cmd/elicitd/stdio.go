@@ -121,5 +121,5 @@ func (a *app) serveStdio(cfg *config, srv *http.Server, ln net.Listener, out io.
 		err = nil // a signal: a clean stop
 	}
 	stopPages()
-	return errors.Join(err, <-pagesDone)
+	return errors.Join(err, <-pagesDone, a.stopTasks(cfg.shutdownTimeout))
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/mcp-elicit/elicit/examples/reports"
@@ -146,4 +147,51 @@ func TestTaskSurvivesRestartSQLite(t *testing.T) {
 	}
 	defer st.Close()
 	wantSentOnce(t, st, "alice", 2)
+}
+
+// TestTaskInterruptedBySIGTERM runs two elicitd processes on one SQLite
+// file with a one-hour task lease. A task's export (an hour long) runs
+// on A when A gets SIGTERM: A drains, interrupts the run, releases its
+// lease, audits the run as interrupted and exits 0. B's tasks/get then
+// takes the task over at once (waiting out the lease would take an
+// hour, past the poll's hang guard), runs the export again, and the task
+// completes with one send.
+func TestTaskInterruptedBySIGTERM(t *testing.T) {
+	bin := testElicitd(t)
+	data := t.TempDir()
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	environ := environWithoutElicit()
+	long := []string{"--data", data, "--task-lease", "1h"}
+	a, onA := taskProcess(t, bin, "A", "1h", environ, append(long, "--shutdown-grace", "100ms", "--audit-log", audit)...)
+	b, onB := taskProcess(t, bin, "B", "0s", environ, long...)
+	id := onA.startExportTask(t, "alice")
+	waitExportRunning(t, a, id)
+	onB.awaitTask(t, "alice", id, "working")
+
+	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.wait(); err != nil || a.cmd.ProcessState.ExitCode() != 0 {
+		t.Fatalf("A's exit: %v\n%s", err, a.out.String())
+	}
+	records, err := os.ReadFile(audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(records), `"outcome":"interrupted"`) || !strings.Contains(string(records), `"task_id":"`+id+`"`) {
+		t.Fatalf("A's audit has no interrupted run of task %s:\n%s", id, records)
+	}
+
+	onB.awaitTask(t, "alice", id, "input_required")
+	if !strings.Contains(b.out.String(), "taking over a task whose run stopped") {
+		t.Fatal("B did not log the takeover")
+	}
+	onB.answerTask(t, "alice", id, recipientAnswer)
+	taskResult(t, onB.awaitTask(t, "alice", id, "completed")).wantComplete(t, false, "")
+	st, err := sqlite.Open(filepath.Join(data, "elicitd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	wantSentOnce(t, st, "alice", 1)
 }

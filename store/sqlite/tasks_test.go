@@ -43,6 +43,14 @@ func TestTaskLeaseLost(t *testing.T) {
 	tasktest.LeaseLost(t, st)
 }
 
+// TestTaskInterrupted: an instance that shuts down releases the lease
+// of the task it runs, so another instance of the database takes it over
+// at once, not after the lease; the work is done once.
+func TestTaskInterrupted(t *testing.T) {
+	st := tempStore(t)
+	tasktest.Interrupted(t, st)
+}
+
 // TestTaskRefusedAnswerReplayed: a replayed update whose answer the task
 // refused is ignored on every instance of the database file; no
 // correction is used up.
