@@ -249,6 +249,6 @@ func ExampleTaskOptions_maxTasksPerUser() {
 	close(finish)
 	wg.Wait()
 	// Output:
-	// second: Not started: you have 1 task in progress (working or waiting for your input), and 1 is the most one user may have at a time. When one of them finishes, or you cancel one, there is room again; then make the call again.
+	// second: Not started: you have 1 task in progress (working or waiting for your input), and 1 is the most one user may have at a time. A task ends when it finishes, when the client following it cancels it, or at the latest 1 hour after it started; then make the call again.
 	// first: Exported.
 }

@@ -436,7 +436,7 @@ func (s *Server) startTask(ctx context.Context, c *call, req *Request) (any, err
 	if err := rt.store.CreateTask(ctx, rec, rt.limit); err != nil {
 		if over := (*store.TaskLimitError)(nil); errors.As(err, &over) {
 			s.log.Info("mcpserver: task not started: the user has too many live tasks", "tool", c.in.Name, "live", over.Live, "limit", over.Limit)
-			return s.taskLimitResult(over), nil
+			return s.taskLimitResult(over, rt.ttl), nil
 		}
 		return nil, err
 	}
@@ -449,16 +449,46 @@ func (s *Server) startTask(ctx context.Context, c *call, req *Request) (any, err
 // TaskOptions.MaxTasksPerUser: a tool error, since the call was sound and
 // may work later (server/tools.mdx §Error Handling; the 2025-11-25 tasks
 // page asked servers to limit concurrent tasks per requestor), in words
-// for the user and the model: how many tasks they have, and what frees
-// room.
-func (s *Server) taskLimitResult(over *store.TaskLimitError) *mcp.CallToolResult {
+// for the user and the model (taskLimitText).
+func (s *Server) taskLimitResult(over *store.TaskLimitError, ttl time.Duration) *mcp.CallToolResult {
+	text := taskLimitText(over, ttl)
+	return &mcp.CallToolResult{ResultType: mcp.ResultTypeComplete, Content: []mcp.Content{mcp.TextContent(text)}, IsError: true, Meta: s.serverMeta()}
+}
+
+// taskLimitText says how many tasks the user has and what frees room:
+// only what happens without them, since the user cannot list their tasks
+// (the extension has no tasks/list) and may not have the ids to cancel
+// one. A task ends when it finishes, when the client following it
+// cancels it, or at the latest when its TTL (ttl > 0) has passed.
+func taskLimitText(over *store.TaskLimitError, ttl time.Duration) string {
 	tasks := "tasks"
 	if over.Live == 1 {
 		tasks = "task"
 	}
-	text := fmt.Sprintf("Not started: you have %d %s in progress (working or waiting for your input), and %d is the most one user may have at a time. "+
-		"When one of them finishes, or you cancel one, there is room again; then make the call again.", over.Live, tasks, over.Limit)
-	return &mcp.CallToolResult{ResultType: mcp.ResultTypeComplete, Content: []mcp.Content{mcp.TextContent(text)}, IsError: true, Meta: s.serverMeta()}
+	ends := "A task ends when it finishes or when the client following it cancels it"
+	if ttl > 0 {
+		ends = "A task ends when it finishes, when the client following it cancels it, or at the latest " + spellDuration(ttl) + " after it started"
+	}
+	return fmt.Sprintf("Not started: you have %d %s in progress (working or waiting for your input), and %d is the most one user may have at a time. %s; then make the call again.",
+		over.Live, tasks, over.Limit, ends)
+}
+
+// spellDuration writes d for a reader: whole hours or minutes in words
+// ("1 hour", "90 minutes"), else Go's form to the second ("1m30s").
+func spellDuration(d time.Duration) string {
+	unit := func(n int64, name string) string {
+		if n == 1 {
+			return "1 " + name
+		}
+		return strconv.FormatInt(n, 10) + " " + name + "s"
+	}
+	switch {
+	case d%time.Hour == 0:
+		return unit(int64(d/time.Hour), "hour")
+	case d%time.Minute == 0:
+		return unit(int64(d/time.Minute), "minute")
+	}
+	return d.Round(time.Second).String()
 }
 
 func (rt *tasks) wire(rec *store.Task) mcp.Task {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/mcp-elicit/elicit/store"
 )
 
 // liveCount is how many tasks of principal st holds that are live now.
@@ -25,14 +27,38 @@ func liveCount(st *MemoryTaskStore, principal string, now time.Time) int {
 }
 
 // wantTaskLimit checks that r is the refusal of a task over the limit: a
-// tool error saying how many tasks the user has and what frees room, no
-// task.
+// tool error saying how many tasks the user has and what frees room
+// (the default TTL, an hour, among it), no task. It does not tell the
+// user to cancel a task: they have no way to list them.
 func wantTaskLimit(t *testing.T, r map[string]any, live int) {
 	t.Helper()
 	msg := text(r)
 	if r["resultType"] != "complete" || r["isError"] != true || r["taskId"] != nil ||
-		!strings.Contains(msg, fmt.Sprintf("you have %d tasks in progress", live)) || !strings.Contains(msg, "cancel one") {
+		!strings.Contains(msg, fmt.Sprintf("you have %d tasks in progress", live)) ||
+		!strings.Contains(msg, "when the client following it cancels it, or at the latest 1 hour after it started") || strings.Contains(msg, "you cancel") {
 		t.Fatalf("over the limit: %v", r)
+	}
+}
+
+// TestTaskLimitText: what the refusal says frees room, by TTL: the TTL
+// in words when there is one, nothing about expiry without it.
+func TestTaskLimitText(t *testing.T) {
+	for _, c := range []struct {
+		live int
+		ttl  time.Duration
+		want string
+	}{
+		{1, time.Hour, "you have 1 task in progress (working or waiting for your input), and 2 is the most one user may have at a time. A task ends when it finishes, when the client following it cancels it, or at the latest 1 hour after it started; then make the call again."},
+		{2, 3 * time.Hour, "you have 2 tasks in progress (working or waiting for your input), and 2 is the most one user may have at a time. A task ends when it finishes, when the client following it cancels it, or at the latest 3 hours after it started; then make the call again."},
+		{2, 90 * time.Minute, "or at the latest 90 minutes after it started;"},
+		{2, time.Minute, "or at the latest 1 minute after it started;"},
+		{2, 90 * time.Second, "or at the latest 1m30s after it started;"},
+		{2, -1, "you have 2 tasks in progress (working or waiting for your input), and 2 is the most one user may have at a time. A task ends when it finishes or when the client following it cancels it; then make the call again."},
+	} {
+		got := taskLimitText(&store.TaskLimitError{Live: c.live, Limit: 2}, c.ttl)
+		if !strings.Contains(got, c.want) || !strings.HasPrefix(got, "Not started: ") {
+			t.Errorf("TTL %v: %q\nwant it to hold %q", c.ttl, got, c.want)
+		}
 	}
 }
 
