@@ -63,6 +63,17 @@ func wantSentOnce(t *testing.T, st store.Store, user string, tasks int) {
 	}
 }
 
+// wantSentOnceSQLite is wantSentOnce on the SQLite store in data.
+func wantSentOnceSQLite(t *testing.T, data, user string, tasks int) {
+	t.Helper()
+	st, err := sqlite.Open(filepath.Join(data, "elicitd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	wantSentOnce(t, st, user, tasks)
+}
+
 // TestTasksTwoProcessesPostgres runs two elicitd processes on one
 // PostgreSQL schema and one ELICIT_MASTER_KEY. A task started on A is
 // read, answered and completed on B. Then A runs with a long export, is
@@ -141,12 +152,7 @@ func TestTaskSurvivesRestartSQLite(t *testing.T) {
 	on3.answerTask(t, "alice", working, recipientAnswer)
 	taskResult(t, on3.awaitTask(t, "alice", working, "completed")).wantComplete(t, false, "")
 
-	st, err := sqlite.Open(filepath.Join(data, "elicitd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	wantSentOnce(t, st, "alice", 2)
+	wantSentOnceSQLite(t, data, "alice", 2)
 }
 
 // TestTaskInterruptedBySIGTERM runs two elicitd processes on one SQLite
@@ -188,10 +194,5 @@ func TestTaskInterruptedBySIGTERM(t *testing.T) {
 	}
 	onB.answerTask(t, "alice", id, recipientAnswer)
 	taskResult(t, onB.awaitTask(t, "alice", id, "completed")).wantComplete(t, false, "")
-	st, err := sqlite.Open(filepath.Join(data, "elicitd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	wantSentOnce(t, st, "alice", 1)
+	wantSentOnceSQLite(t, data, "alice", 1)
 }
