@@ -140,7 +140,7 @@ var settings = []setting{
 		apply: durationSetter(func(c *config) *time.Duration { return &c.readTimeout })},
 	{name: "idle-timeout", def: "2m", usage: "how long an idle keep-alive connection stays open",
 		apply: durationSetter(func(c *config) *time.Duration { return &c.idleTimeout })},
-	{name: "shutdown-timeout", def: "10s", usage: "on SIGTERM/SIGINT, how long in-flight requests get to finish",
+	{name: "shutdown-timeout", def: "10s", usage: "on SIGTERM/SIGINT, how long in-flight requests get to finish, and then interrupted task runs to return",
 		apply: durationSetter(func(c *config) *time.Duration { return &c.shutdownTimeout })},
 	{name: "master-key", env: masterKeyEnv, envOnly: true, def: "", defDoc: "master.key in --data", usage: "vault master key, 32 bytes in standard base64; same on every instance",
 		apply: func(c *config, v string) error { c.masterKeyB64 = v; return nil }},
