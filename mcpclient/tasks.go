@@ -250,7 +250,9 @@ func (c *Client) resend(ctx context.Context, method, id string, responses map[st
 		if now.Add(wait).Sub(first) > TaskRetryWindow {
 			return err
 		}
-		c.log.Info("mcpclient: retrying a task request that failed transiently", "method", method, "wait", wait, "err", err)
+		// Debug: a host shows the task's own status line; a retry that
+		// gives up ends in a TaskError the host explains.
+		c.log.Debug("mcpclient: retrying a task request that failed transiently", "method", method, "wait", wait, "err", err)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

@@ -338,7 +338,11 @@ func taskExplained(te *mcpclient.TaskError, endpoint string, hadToken bool) stri
 	if !errors.Is(te.Err, errQuit) {
 		why = explain(te.Err, endpoint, hadToken)
 	}
-	return fmt.Sprintf("stopped following task %s (%s): %s. The task may still be running on the server and ends by itself "+
+	// The explanation may end a sentence of its own ("Is it running?").
+	if !strings.HasSuffix(why, "?") && !strings.HasSuffix(why, ".") {
+		why += "."
+	}
+	return fmt.Sprintf("stopped following task %s (%s): %s The task may still be running on the server and ends by itself "+
 		"(when its work is done, or its time to live runs out); calling again starts another task", termtext.Clip(te.TaskID, 64), te.Tool, why)
 }
 

@@ -45,6 +45,9 @@ type taskServer struct {
 	holdCancel chan struct{}
 	// refuseGet, once set, answers tasks/get with a -32602.
 	refuseGet atomic.Bool
+	// cancelSeen is closed when the first tasks/cancel arrives.
+	cancelSeen     chan struct{}
+	cancelSeenOnce sync.Once
 
 	mu      sync.Mutex
 	methods []string // Mcp-Method of each request
@@ -54,7 +57,7 @@ type taskServer struct {
 // requests are held until the test ends.
 func newTaskServer(t *testing.T, holdCancel bool) *taskServer {
 	t.Helper()
-	ts := &taskServer{steps: make(chan string), ended: make(chan struct{})}
+	ts := &taskServer{steps: make(chan string), ended: make(chan struct{}), cancelSeen: make(chan struct{})}
 	if holdCancel {
 		ts.holdCancel = make(chan struct{})
 	}
@@ -110,6 +113,9 @@ func newTaskServer(t *testing.T, holdCancel bool) *taskServer {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32602,"message":"Unknown task"}}`)
 			return
+		}
+		if m == mcp.MethodTasksCancel {
+			ts.cancelSeenOnce.Do(func() { close(ts.cancelSeen) })
 		}
 		if m == mcp.MethodTasksCancel && ts.holdCancel != nil {
 			select {
@@ -310,7 +316,14 @@ func TestCallTaskSignals(t *testing.T) {
 					t.Fatal(err)
 				}
 				if i == 0 && len(tc.sigs) > 1 {
+					// The second signal comes once the server holds the
+					// cancel: before that, quitting may stop it being sent.
 					waitFor(t, stdout, regexp.MustCompile(`Cancelling task [0-9a-f]{32}: telling the server`))
+					select {
+					case <-ts.cancelSeen:
+					case <-time.After(30 * time.Second):
+						t.Fatal("the server got no tasks/cancel after the first signal")
+					}
 				}
 			}
 			var code int
@@ -391,5 +404,27 @@ func TestTaskBanner(t *testing.T) {
 		if got, _, _ := strings.Cut(out.String(), "Task "); got != tc.want {
 			t.Errorf("%s: banner %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestTaskExplainedPunctuation: the explanation of a task elicit stopped
+// following reads as sentences whatever its cause ends with.
+func TestTaskExplainedPunctuation(t *testing.T) {
+	const url = "http://127.0.0.1:1/mcp"
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"question", &mcpclient.ConnectionError{Endpoint: url, Err: syscall.ECONNREFUSED},
+			"connection refused. Is it running? The task may still be running"},
+		{"plain", errors.New("tasks/get: stream ended"), "stream ended. The task may still be running"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := taskExplained(&mcpclient.TaskError{Tool: "slow_export", TaskID: "abc", Err: tc.err}, url, false)
+			if !strings.Contains(got, tc.want) || strings.Contains(got, "?.") || strings.Contains(got, "..") {
+				t.Errorf("taskExplained = %q, want it to contain %q", got, tc.want)
+			}
+		})
 	}
 }
