@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-elicit/elicit/internal/ctxtime"
 	"github.com/mcp-elicit/elicit/jsonrpc"
 	"github.com/mcp-elicit/elicit/mcp"
 )
@@ -90,7 +91,7 @@ func (g *Gateway) refresh(ctx context.Context, strict bool) error {
 }
 
 func (g *Gateway) refreshLoop(ctx context.Context) {
-	everyUntil(ctx, g.opts.CatalogRefresh, func() {
+	ctxtime.Every(ctx, g.opts.CatalogRefresh, func(ctx context.Context) {
 		rctx, cancel := context.WithTimeout(ctx, time.Minute)
 		_ = g.refresh(rctx, false)
 		cancel()

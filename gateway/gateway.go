@@ -53,6 +53,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-elicit/elicit/internal/ctxtime"
 	"github.com/mcp-elicit/elicit/internal/transport"
 	"github.com/mcp-elicit/elicit/mcp"
 	"github.com/mcp-elicit/elicit/mcpserver"
@@ -358,21 +359,7 @@ func (g *Gateway) sweepLoop(ctx context.Context) {
 			every = min(every, max(up.processIdle()/10, time.Second))
 		}
 	}
-	everyUntil(ctx, every, g.sweepProcesses)
-}
-
-// everyUntil calls f every d until ctx ends.
-func everyUntil(ctx context.Context, d time.Duration, f func()) {
-	t := time.NewTicker(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			f()
-		}
-	}
+	ctxtime.Every(ctx, every, func(context.Context) { g.sweepProcesses() })
 }
 
 // sweepProcesses closes the upstream processes idle for their

@@ -21,6 +21,7 @@ import (
 	"github.com/mcp-elicit/elicit/auth"
 	"github.com/mcp-elicit/elicit/auth/jwtauth"
 	"github.com/mcp-elicit/elicit/gateway"
+	"github.com/mcp-elicit/elicit/internal/ctxtime"
 	"github.com/mcp-elicit/elicit/reqstate"
 	"github.com/mcp-elicit/elicit/reqstate/keyring"
 	"github.com/mcp-elicit/elicit/store"
@@ -508,16 +509,9 @@ type auditLine struct {
 // refreshKeys re-reads the key ring every 30 seconds, so a rotation
 // (elicitd keys rotate) reaches this instance.
 func (b *built) refreshKeys(ctx context.Context, log *slog.Logger) {
-	t := time.NewTicker(30 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := b.ring.Refresh(ctx, b.sealer); err != nil {
-				log.Warn("elicit-gateway: requestState keys not refreshed", "err", err)
-			}
+	ctxtime.Every(ctx, 30*time.Second, func(ctx context.Context) {
+		if err := b.ring.Refresh(ctx, b.sealer); err != nil {
+			log.Warn("elicit-gateway: requestState keys not refreshed", "err", err)
 		}
-	}
+	})
 }

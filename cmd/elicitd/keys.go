@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mcp-elicit/elicit/internal/ctxtime"
 	"github.com/mcp-elicit/elicit/reqstate"
 	"github.com/mcp-elicit/elicit/reqstate/keyring"
 	"github.com/mcp-elicit/elicit/store"
@@ -140,7 +141,7 @@ func (k *stateKeys) refreshLoop(ctx context.Context, sealer *reqstate.Sealer, in
 	if k.override != nil || interval <= 0 {
 		return
 	}
-	every(ctx, interval, func(ctx context.Context) {
+	ctxtime.Every(ctx, interval, func(ctx context.Context) {
 		before := slices.Clone(sealer.KeyIDs())
 		if err := k.refresh(ctx, sealer); err != nil {
 			logger.Error("reloading the requestState key ring; keeping the current one", "err", err)

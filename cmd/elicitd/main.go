@@ -322,20 +322,6 @@ func (a *app) drainOnSignal(grace time.Duration, logger *slog.Logger) (ctx conte
 	return ctx, func() { signal.Stop(sigs); cancel() }
 }
 
-// every calls fn every interval until ctx ends.
-func every(ctx context.Context, interval time.Duration, fn func(context.Context)) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			fn(ctx)
-		}
-	}
-}
-
 func (a *app) Close() error {
 	var errs []error
 	for i := len(a.closers) - 1; i >= 0; i-- {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcp-elicit/elicit/connect"
 	"github.com/mcp-elicit/elicit/examples/reports"
+	"github.com/mcp-elicit/elicit/internal/ctxtime"
 	"github.com/mcp-elicit/elicit/reqstate"
 	"github.com/mcp-elicit/elicit/store"
 	"github.com/mcp-elicit/elicit/store/postgres"
@@ -162,5 +163,5 @@ func (s *sweeper) report(counts map[string]int64) {
 
 // loop sweeps every interval until ctx ends.
 func (s *sweeper) loop(ctx context.Context, interval time.Duration) {
-	every(ctx, interval, func(ctx context.Context) { _, _ = s.sweep(ctx) })
+	ctxtime.Every(ctx, interval, func(ctx context.Context) { _, _ = s.sweep(ctx) })
 }

@@ -22,3 +22,20 @@ func TestSleep(t *testing.T) {
 		}
 	})
 }
+
+func TestEvery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute+time.Second)
+		defer cancel()
+		start := time.Now()
+		var at []time.Duration
+		Every(ctx, time.Minute, func(context.Context) { at = append(at, time.Since(start)) })
+		want := []time.Duration{time.Minute, 2 * time.Minute, 3 * time.Minute}
+		if len(at) != len(want) || at[0] != want[0] || at[1] != want[1] || at[2] != want[2] {
+			t.Fatalf("calls at %v, want %v", at, want)
+		}
+		if time.Since(start) != 3*time.Minute+time.Second {
+			t.Fatalf("returned after %v, want when the context ended", time.Since(start))
+		}
+	})
+}
