@@ -3,7 +3,6 @@ package main
 import (
 	"crypto/rand"
 	"encoding/base64"
-	"github.com/mcp-elicit/elicit/store/postgres/pgtest"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,6 +12,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/mcp-elicit/elicit/store/postgres/pgtest"
 
 	"github.com/mcp-elicit/elicit/examples/reports"
 	"github.com/mcp-elicit/elicit/store/postgres"

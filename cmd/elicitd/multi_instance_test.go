@@ -3,7 +3,6 @@ package main
 import (
 	"crypto/rand"
 	"encoding/base64"
-	"github.com/mcp-elicit/elicit/store/postgres/pgtest"
 	"net/http"
 	"net/http/httputil"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/mcp-elicit/elicit/store/postgres/pgtest"
 
 	"github.com/mcp-elicit/elicit/examples/billing"
 )

@@ -3,7 +3,6 @@ package main
 import (
 	"crypto/rand"
 	"encoding/base64"
-	"github.com/mcp-elicit/elicit/store/postgres/pgtest"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -11,12 +10,13 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/mcp-elicit/elicit/store/postgres/pgtest"
 
 	"github.com/mcp-elicit/elicit/examples/billing"
 )
@@ -98,19 +98,14 @@ func (p *process) start(t testing.TB) {
 // wait returns Wait's result once the process has exited.
 func (p *process) wait() error { <-p.done; return p.err }
 
-// buildElicitd skips in -short, else builds elicitd into a new temporary
-// directory and returns the directory and the binary.
+// buildElicitd skips in -short, else returns a new temporary directory
+// and the release build of elicitd (built once per test binary).
 func buildElicitd(t *testing.T) (dir, bin string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs an elicitd process; skipped in -short")
 	}
-	dir = t.TempDir()
-	bin = filepath.Join(dir, "elicitd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return dir, bin
+	return t.TempDir(), plainBinary.get(t)
 }
 
 // freeLoopbackAddr returns a loopback address nothing listens on right now.

@@ -5,7 +5,6 @@ package main
 import (
 	"bufio"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -17,14 +16,7 @@ import (
 // elicitation: SIGTERM closes the session, so the shutdown finishes and
 // the process exits 0 (it would wait out --shutdown-timeout and exit 1).
 func TestSIGTERMWithLegacySession(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs an elicitd process; skipped in -short")
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "elicitd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	dir, bin := buildElicitd(t)
 	addr := freeLoopbackAddr(t)
 	proc := startProcess(t, bin, environWithoutElicit(),
 		"--addr", addr, "--data", filepath.Join(dir, "data"), "--audit-log", "off", "--shutdown-timeout", "1m")

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -38,11 +37,7 @@ func TestSIGTERMFinishesInFlightRequest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs an elicitd process; skipped in -short")
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "elicitd")
-	if out, err := exec.Command("go", "build", "-tags", "elicitd_testhooks", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	dir, bin := t.TempDir(), testBinary.get(t, "-tags", "elicitd_testhooks")
 	fifo := filepath.Join(dir, "release")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)

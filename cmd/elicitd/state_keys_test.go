@@ -3,10 +3,11 @@ package main
 import (
 	"crypto/rand"
 	"encoding/base64"
-	"github.com/mcp-elicit/elicit/store/postgres/pgtest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-elicit/elicit/store/postgres/pgtest"
 
 	"github.com/mcp-elicit/elicit/examples/reports"
 	"github.com/mcp-elicit/elicit/reqstate"

@@ -33,10 +33,37 @@ import (
 	"github.com/mcp-elicit/elicit/store/sqlite"
 )
 
-var testBinary struct {
+// builtBinary is elicitd built once per test binary (TestMain removes it).
+type builtBinary struct {
 	once sync.Once
 	path string
 	err  error
+}
+
+// testBinary has the test hooks (testhooks.go); plainBinary is the
+// release build.
+var testBinary, plainBinary builtBinary
+
+// get builds elicitd with the go build flags args the first time and
+// returns its path.
+func (b *builtBinary) get(t testing.TB, args ...string) string {
+	t.Helper()
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", "elicitd-test-")
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.path = filepath.Join(dir, "elicitd")
+		args = append(append([]string{"build"}, args...), "-o", b.path, ".")
+		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
 }
 
 // testElicitd builds elicitd with the test hooks once per test binary and
@@ -46,27 +73,15 @@ func testElicitd(t testing.TB) string {
 	if testing.Short() && !npmtest.Required() {
 		t.Skip("builds and runs an elicitd process; skipped in -short")
 	}
-	testBinary.once.Do(func() {
-		dir, err := os.MkdirTemp("", "elicitd-stdio-test-")
-		if err != nil {
-			testBinary.err = err
-			return
-		}
-		testBinary.path = filepath.Join(dir, "elicitd")
-		if out, err := exec.Command("go", "build", "-tags", "elicitd_testhooks", "-o", testBinary.path, ".").CombinedOutput(); err != nil {
-			testBinary.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if testBinary.err != nil {
-		t.Fatal(testBinary.err)
-	}
-	return testBinary.path
+	return testBinary.get(t, "-tags", "elicitd_testhooks")
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if testBinary.path != "" {
-		os.RemoveAll(filepath.Dir(testBinary.path))
+	for _, b := range []*builtBinary{&testBinary, &plainBinary} {
+		if b.path != "" {
+			os.RemoveAll(filepath.Dir(b.path))
+		}
 	}
 	os.Exit(code)
 }
