@@ -63,7 +63,8 @@ type TaskStore interface {
 type MemoryTaskStore struct {
 	mu      sync.Mutex
 	tasks   map[string]*store.Task
-	sweepAt int // CreateTask looks for expired tasks when the store holds this many
+	byUser  map[string]map[string]struct{} // task ids by principal, for the limit's count
+	sweepAt int                            // CreateTask looks for expired tasks when the store holds this many
 }
 
 // memorySweepFloor is the size below which MemoryTaskStore does not look
@@ -72,11 +73,11 @@ const memorySweepFloor = 64
 
 // NewMemoryTaskStore returns an empty MemoryTaskStore.
 func NewMemoryTaskStore() *MemoryTaskStore {
-	return &MemoryTaskStore{tasks: map[string]*store.Task{}, sweepAt: memorySweepFloor}
+	return &MemoryTaskStore{tasks: map[string]*store.Task{}, byUser: map[string]map[string]struct{}{}, sweepAt: memorySweepFloor}
 }
 
 // CreateTask implements TaskStore. The limit counts the principal's
-// tasks under the store's lock.
+// tasks (only theirs, by an index) under the store's lock.
 func (m *MemoryTaskStore) CreateTask(_ context.Context, t *store.Task, limit int) error {
 	now := t.CreatedAt
 	if now.IsZero() {
@@ -93,8 +94,8 @@ func (m *MemoryTaskStore) CreateTask(_ context.Context, t *store.Task, limit int
 	}
 	if limit > 0 {
 		live := 0
-		for _, o := range m.tasks {
-			if o.Principal == t.Principal && o.Live(now) {
+		for id := range m.byUser[t.Principal] {
+			if m.tasks[id].Live(now) {
 				live++
 			}
 		}
@@ -102,8 +103,31 @@ func (m *MemoryTaskStore) CreateTask(_ context.Context, t *store.Task, limit int
 			return &store.TaskLimitError{Live: live, Limit: limit}
 		}
 	}
-	m.tasks[t.ID] = t.Clone()
+	m.put(t.Clone())
 	return nil
+}
+
+// put stores t and indexes it under its principal; m.mu is held.
+func (m *MemoryTaskStore) put(t *store.Task) {
+	if old, ok := m.tasks[t.ID]; ok && old.Principal != t.Principal {
+		m.unindex(old)
+	}
+	m.tasks[t.ID] = t
+	ids := m.byUser[t.Principal]
+	if ids == nil {
+		ids = map[string]struct{}{}
+		m.byUser[t.Principal] = ids
+	}
+	ids[t.ID] = struct{}{}
+}
+
+// unindex removes t from its principal's index; m.mu is held.
+func (m *MemoryTaskStore) unindex(t *store.Task) {
+	ids := m.byUser[t.Principal]
+	delete(ids, t.ID)
+	if len(ids) == 0 {
+		delete(m.byUser, t.Principal)
+	}
 }
 
 // GetTask implements TaskStore.
@@ -130,7 +154,7 @@ func (m *MemoryTaskStore) UpdateTask(_ context.Context, id string, update func(*
 		return nil, err
 	}
 	c.ID = id
-	m.tasks[id] = c.Clone()
+	m.put(c.Clone())
 	return c, nil
 }
 
@@ -147,6 +171,7 @@ func (m *MemoryTaskStore) deleteExpired(now time.Time) int {
 	for id, t := range m.tasks {
 		if !t.ExpiresAt.IsZero() && !t.ExpiresAt.After(now) {
 			delete(m.tasks, id)
+			m.unindex(t)
 			n++
 		}
 	}
