@@ -92,3 +92,20 @@ func AcrossInstances(t *testing.T, st mcpserver.TaskStore, reopen func() mcpserv
 	}
 	waitStatus(t, instance(reopen(), &effects), id, "completed")
 }
+
+// Run runs the checks of a store shared by instances, each as a subtest
+// on a store of its own from fresh: StatusMessage, LeaseLost,
+// Interrupted and RefusedAnswerReplayed.
+func Run(t *testing.T, fresh func(*testing.T) mcpserver.TaskStore) {
+	for _, c := range []struct {
+		name  string
+		check func(*testing.T, mcpserver.TaskStore)
+	}{
+		{"StatusMessage", StatusMessage},
+		{"LeaseLost", LeaseLost},
+		{"Interrupted", Interrupted},
+		{"RefusedAnswerReplayed", RefusedAnswerReplayed},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.check(t, fresh(t)) })
+	}
+}

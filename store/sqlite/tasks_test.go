@@ -28,35 +28,13 @@ func TestTasksAcrossInstances(t *testing.T) {
 	})
 }
 
-// TestTaskStatusMessage: a task's statusMessage, NUL and invalid UTF-8
-// made valid, reaches tasks/get on another instance of the database.
-func TestTaskStatusMessage(t *testing.T) {
-	st := tempStore(t)
-	tasktest.StatusMessage(t, st)
-}
-
-// TestTaskLeaseLost: a run that lost its task's lease to another
-// instance stores no outcome; the lease's end round-trips exactly, so
-// the run that holds it keeps writing.
-func TestTaskLeaseLost(t *testing.T) {
-	st := tempStore(t)
-	tasktest.LeaseLost(t, st)
-}
-
-// TestTaskInterrupted: an instance that shuts down releases the lease
-// of the task it runs, so another instance of the database takes it over
-// at once, not after the lease; the work is done once.
-func TestTaskInterrupted(t *testing.T) {
-	st := tempStore(t)
-	tasktest.Interrupted(t, st)
-}
-
-// TestTaskRefusedAnswerReplayed: a replayed update whose answer the task
-// refused is ignored on every instance of the database file; no
-// correction is used up.
-func TestTaskRefusedAnswerReplayed(t *testing.T) {
-	st := tempStore(t)
-	tasktest.RefusedAnswerReplayed(t, st)
+// TestTasksShared: the checks of a task store that instances share
+// (tasktest.Run): a status message reaches tasks/get on another instance
+// of the file; a run that lost its lease stores no outcome; an instance
+// that shuts down releases its runs' leases, so another takes over at
+// once; a replayed refused answer is ignored on every instance.
+func TestTasksShared(t *testing.T) {
+	tasktest.Run(t, func(t *testing.T) mcpserver.TaskStore { return tempStore(t) })
 }
 
 // tempStore opens a store in a new file, closed when the test ends.
